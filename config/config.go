@@ -1,0 +1,494 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the effective configuration of one memstream process.
+type Config struct {
+	DataDir       string        `yaml:"data_dir"`
+	Log           Log           `yaml:"log"`
+	Kafka         Kafka         `yaml:"kafka"`
+	Database      Database      `yaml:"database"`
+	HTTP          HTTP          `yaml:"http"`
+	Auth          Auth          `yaml:"auth"`
+	LLM           LLM           `yaml:"llm"`
+	Embed         Embed         `yaml:"embed"`
+	Rerank        Rerank        `yaml:"rerank"`
+	Pipeline      Pipeline      `yaml:"pipeline"`
+	Defense       Defense       `yaml:"defense"`
+	Consolidation Consolidation `yaml:"consolidation"`
+	Reflect       Reflect       `yaml:"reflect"`
+}
+
+// Log configures the process logger.
+type Log struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error
+	Format string `yaml:"format"` // text or json
+}
+
+// Kafka configures the broker connection and the ingest consumer.
+type Kafka struct {
+	// Brokers lists seed brokers; empty means the embedded in-process broker.
+	Brokers      []string `yaml:"brokers"`
+	EmbeddedAddr string   `yaml:"embedded_addr"`
+	// EmbeddedPartitions is the partition count of topics the embedded broker creates.
+	EmbeddedPartitions int           `yaml:"embedded_partitions"`
+	Topics             []string      `yaml:"topics"`
+	DLQTopic           string        `yaml:"dlq_topic"`
+	Group              string        `yaml:"group"`
+	MaxEventBytes      int           `yaml:"max_event_bytes"`
+	MaxInflightRecords int           `yaml:"max_inflight_records"`
+	MaxInflightBytes   int           `yaml:"max_inflight_bytes"`
+	CommitInterval     time.Duration `yaml:"commit_interval"`
+	ShutdownTimeout    time.Duration `yaml:"shutdown_timeout"`
+	ClientID           string        `yaml:"client_id"`
+}
+
+// Embedded reports whether memstream runs its own in-process broker.
+func (k Kafka) Embedded() bool { return len(k.Brokers) == 0 }
+
+// Database configures PostgreSQL.
+type Database struct {
+	// URL is a postgres:// URL, or "embedded" for the managed private server.
+	URL          string `yaml:"url"`
+	EmbeddedPort int    `yaml:"embedded_port"`
+	MaxConns     int    `yaml:"max_conns"`
+}
+
+// Embedded reports whether memstream manages its own PostgreSQL server.
+func (d Database) Embedded() bool { return d.URL == "embedded" }
+
+// HTTP configures the API server.
+type HTTP struct {
+	Addr         string        `yaml:"addr"`
+	RetainWait   time.Duration `yaml:"retain_wait"`
+	MaxBodyBytes int64         `yaml:"max_body_bytes"`
+	ReadTimeout  time.Duration `yaml:"read_timeout"`
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+}
+
+// Auth configures bearer-key access control.
+type Auth struct {
+	Disabled bool  `yaml:"disabled"`
+	Keys     []Key `yaml:"keys"`
+}
+
+// Key is one bearer key: the secret (or its SHA-256), its banks and scopes.
+type Key struct {
+	Name   string   `yaml:"name"`
+	Key    string   `yaml:"key"`
+	SHA256 string   `yaml:"sha256"`
+	Banks  []string `yaml:"banks"`
+	Scopes []string `yaml:"scopes"`
+}
+
+// LLM configures the language-model provider.
+type LLM struct {
+	Provider    string        `yaml:"provider"` // offline or openai
+	BaseURL     string        `yaml:"base_url"`
+	APIKey      string        `yaml:"api_key"`
+	Model       string        `yaml:"model"`
+	Concurrency int           `yaml:"concurrency"`
+	Timeout     time.Duration `yaml:"timeout"`
+	MaxRetries  int           `yaml:"max_retries"`
+	// ChunksPerCall is how many chunks one extraction call carries.
+	ChunksPerCall int `yaml:"chunks_per_call"`
+}
+
+// Embed configures the embedding provider.
+type Embed struct {
+	Provider  string `yaml:"provider"` // local or openai
+	BaseURL   string `yaml:"base_url"`
+	APIKey    string `yaml:"api_key"`
+	Model     string `yaml:"model"`
+	Dim       int    `yaml:"dim"`
+	BatchSize int    `yaml:"batch_size"`
+	CacheSize int    `yaml:"cache_size"`
+}
+
+// Rerank configures the optional cross-encoder.
+type Rerank struct {
+	Provider string        `yaml:"provider"` // none or http
+	URL      string        `yaml:"url"`
+	APIKey   string        `yaml:"api_key"`
+	Model    string        `yaml:"model"`
+	Timeout  time.Duration `yaml:"timeout"`
+}
+
+// Pipeline sizes the ingest stages.
+type Pipeline struct {
+	ChunkMaxChars  int           `yaml:"chunk_max_chars"`
+	BatchSize      int           `yaml:"batch_size"`
+	BatchWait      time.Duration `yaml:"batch_wait"`
+	ChannelSize    int           `yaml:"channel_size"`
+	ExtractWorkers int           `yaml:"extract_workers"`
+	PersistWorkers int           `yaml:"persist_workers"`
+	MaxRetries     int           `yaml:"max_retries"`
+}
+
+// Defense holds the default defense policy for banks without their own.
+type Defense struct {
+	DefaultAction string `yaml:"default_action"` // allow, redact, block
+	EnableEmail   bool   `yaml:"enable_email"`
+	EnablePhone   bool   `yaml:"enable_phone"`
+	// AuditSalt salts the fingerprints of audited findings.
+	AuditSalt string `yaml:"audit_salt"`
+}
+
+// Consolidation configures the background workers.
+type Consolidation struct {
+	Enabled       bool          `yaml:"enabled"`
+	Workers       int           `yaml:"workers"`
+	BatchSize     int           `yaml:"batch_size"`
+	PollInterval  time.Duration `yaml:"poll_interval"`
+	RatePerSecond float64       `yaml:"rate_per_second"`
+	// MentalModelMinInterval bounds how often a mental model is refreshed.
+	MentalModelMinInterval time.Duration `yaml:"mental_model_min_interval"`
+}
+
+// Reflect configures the reflect agent loop.
+type Reflect struct {
+	MaxIterations int           `yaml:"max_iterations"`
+	Timeout       time.Duration `yaml:"timeout"`
+	ContextTokens int           `yaml:"context_tokens"`
+}
+
+// Default returns the configuration used with no file, environment or flags.
+func Default() Config {
+	return Config{
+		DataDir: "./.memstream",
+		Log:     Log{Level: "info", Format: "text"},
+		Kafka: Kafka{
+			EmbeddedAddr:       "127.0.0.1:9092",
+			EmbeddedPartitions: 6,
+			Topics:             []string{"memstream.events"},
+			DLQTopic:           "memstream.events.dlq",
+			Group:              "memstream-ingest",
+			MaxEventBytes:      1 << 20,
+			MaxInflightRecords: 20000,
+			MaxInflightBytes:   256 << 20,
+			CommitInterval:     time.Second,
+			ShutdownTimeout:    30 * time.Second,
+			ClientID:           "memstream",
+		},
+		Database: Database{URL: "embedded", EmbeddedPort: 54329, MaxConns: 16},
+		HTTP: HTTP{
+			Addr:         "127.0.0.1:8888",
+			RetainWait:   30 * time.Second,
+			MaxBodyBytes: 10 << 20,
+			ReadTimeout:  30 * time.Second,
+			WriteTimeout: 120 * time.Second,
+		},
+		LLM: LLM{
+			Provider:      "offline",
+			Model:         "gpt-4o-mini",
+			Concurrency:   8,
+			Timeout:       60 * time.Second,
+			MaxRetries:    4,
+			ChunksPerCall: 4,
+		},
+		Embed:  Embed{Provider: "local", Model: "text-embedding-3-small", Dim: 384, BatchSize: 128, CacheSize: 50000},
+		Rerank: Rerank{Provider: "none", Timeout: 5 * time.Second},
+		Pipeline: Pipeline{
+			ChunkMaxChars:  3000,
+			BatchSize:      256,
+			BatchWait:      50 * time.Millisecond,
+			ChannelSize:    1024,
+			ExtractWorkers: 2,
+			PersistWorkers: 2,
+			MaxRetries:     5,
+		},
+		Defense: Defense{DefaultAction: "redact"},
+		Consolidation: Consolidation{
+			Enabled:                true,
+			Workers:                2,
+			BatchSize:              64,
+			PollInterval:           500 * time.Millisecond,
+			MentalModelMinInterval: 30 * time.Second,
+		},
+		Reflect: Reflect{MaxIterations: 10, Timeout: 60 * time.Second, ContextTokens: 12000},
+	}
+}
+
+// FieldError names the configuration key that holds a bad value.
+type FieldError struct {
+	Key string
+	Msg string
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("config %s: %s", e.Key, e.Msg) }
+
+func fieldErr(key, format string, args ...any) error {
+	return &FieldError{Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+var topicRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
+
+// Validate checks every value and returns an error naming the first bad key.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.DataDir == "" {
+		add(fieldErr("data_dir", "must not be empty"))
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		add(fieldErr("log.level", "must be debug, info, warn or error, got %q", c.Log.Level))
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		add(fieldErr("log.format", "must be text or json, got %q", c.Log.Format))
+	}
+	for _, b := range c.Kafka.Brokers {
+		if _, _, err := net.SplitHostPort(b); err != nil {
+			add(fieldErr("kafka.brokers", "%q is not host:port", b))
+		}
+	}
+	if c.Kafka.Embedded() {
+		if _, _, err := net.SplitHostPort(c.Kafka.EmbeddedAddr); err != nil {
+			add(fieldErr("kafka.embedded_addr", "%q is not host:port", c.Kafka.EmbeddedAddr))
+		}
+	}
+	add(positive("kafka.embedded_partitions", c.Kafka.EmbeddedPartitions))
+	if len(c.Kafka.Topics) == 0 {
+		add(fieldErr("kafka.topics", "must list at least one topic"))
+	}
+	for _, t := range c.Kafka.Topics {
+		if !topicRE.MatchString(t) {
+			add(fieldErr("kafka.topics", "%q is not a valid topic name", t))
+		}
+	}
+	if !topicRE.MatchString(c.Kafka.DLQTopic) {
+		add(fieldErr("kafka.dlq_topic", "%q is not a valid topic name", c.Kafka.DLQTopic))
+	}
+	if c.Kafka.Group == "" {
+		add(fieldErr("kafka.group", "must not be empty"))
+	}
+	add(positive("kafka.max_event_bytes", c.Kafka.MaxEventBytes))
+	add(positive("kafka.max_inflight_records", c.Kafka.MaxInflightRecords))
+	add(positive("kafka.max_inflight_bytes", c.Kafka.MaxInflightBytes))
+	if c.Kafka.MaxInflightBytes > 0 && c.Kafka.MaxInflightBytes < c.Kafka.MaxEventBytes {
+		add(fieldErr("kafka.max_inflight_bytes", "must be at least kafka.max_event_bytes (%d)", c.Kafka.MaxEventBytes))
+	}
+	add(positiveDur("kafka.commit_interval", c.Kafka.CommitInterval))
+	add(positiveDur("kafka.shutdown_timeout", c.Kafka.ShutdownTimeout))
+
+	if !c.Database.Embedded() {
+		u, err := url.Parse(c.Database.URL)
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+			add(fieldErr("database.url", "must be \"embedded\" or a postgres:// URL with a host"))
+		}
+	}
+	if c.Database.EmbeddedPort <= 0 || c.Database.EmbeddedPort > 65535 {
+		add(fieldErr("database.embedded_port", "must be a port number, got %d", c.Database.EmbeddedPort))
+	}
+	add(positive("database.max_conns", c.Database.MaxConns))
+
+	if _, _, err := net.SplitHostPort(c.HTTP.Addr); err != nil {
+		add(fieldErr("http.addr", "%q is not host:port", c.HTTP.Addr))
+	} else if !c.Auth.Disabled && len(c.Auth.Keys) == 0 && !IsLoopback(c.HTTP.Addr) {
+		add(fieldErr("http.addr", "%q is not loopback and no auth.keys are configured; set auth.keys or auth.disabled: true", c.HTTP.Addr))
+	}
+	add(positiveDur("http.retain_wait", c.HTTP.RetainWait))
+	if c.HTTP.MaxBodyBytes <= 0 {
+		add(fieldErr("http.max_body_bytes", "must be positive, got %d", c.HTTP.MaxBodyBytes))
+	}
+	add(positiveDur("http.read_timeout", c.HTTP.ReadTimeout))
+	add(positiveDur("http.write_timeout", c.HTTP.WriteTimeout))
+
+	for i, k := range c.Auth.Keys {
+		key := fmt.Sprintf("auth.keys[%d]", i)
+		if (k.Key == "") == (k.SHA256 == "") {
+			add(fieldErr(key+".key", "set exactly one of key and sha256"))
+		}
+		if k.SHA256 != "" && !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(k.SHA256) {
+			add(fieldErr(key+".sha256", "must be 64 lower-case hex digits"))
+		}
+		if len(k.Banks) == 0 {
+			add(fieldErr(key+".banks", "must list banks or \"*\""))
+		}
+		if len(k.Scopes) == 0 {
+			add(fieldErr(key+".scopes", "must list at least one of read, write, admin"))
+		}
+		for _, s := range k.Scopes {
+			if s != "read" && s != "write" && s != "admin" {
+				add(fieldErr(key+".scopes", "unknown scope %q (read, write, admin)", s))
+			}
+		}
+	}
+
+	switch c.LLM.Provider {
+	case "offline":
+	case "openai":
+		add(httpURL("llm.base_url", c.LLM.BaseURL, true))
+		if c.LLM.Model == "" {
+			add(fieldErr("llm.model", "must be set for provider openai"))
+		}
+	default:
+		add(fieldErr("llm.provider", "must be offline or openai, got %q", c.LLM.Provider))
+	}
+	add(positive("llm.concurrency", c.LLM.Concurrency))
+	add(positiveDur("llm.timeout", c.LLM.Timeout))
+	if c.LLM.MaxRetries < 0 {
+		add(fieldErr("llm.max_retries", "must not be negative"))
+	}
+	add(positive("llm.chunks_per_call", c.LLM.ChunksPerCall))
+
+	switch c.Embed.Provider {
+	case "local":
+	case "openai":
+		add(httpURL("embed.base_url", c.Embed.BaseURL, true))
+	default:
+		add(fieldErr("embed.provider", "must be local or openai, got %q", c.Embed.Provider))
+	}
+	if c.Embed.Dim < 8 || c.Embed.Dim > 4000 {
+		add(fieldErr("embed.dim", "must be between 8 and 4000, got %d", c.Embed.Dim))
+	}
+	add(positive("embed.batch_size", c.Embed.BatchSize))
+	if c.Embed.CacheSize < 0 {
+		add(fieldErr("embed.cache_size", "must not be negative"))
+	}
+
+	switch c.Rerank.Provider {
+	case "none":
+	case "http":
+		add(httpURL("rerank.url", c.Rerank.URL, true))
+	default:
+		add(fieldErr("rerank.provider", "must be none or http, got %q", c.Rerank.Provider))
+	}
+
+	add(positive("pipeline.chunk_max_chars", c.Pipeline.ChunkMaxChars))
+	add(positive("pipeline.batch_size", c.Pipeline.BatchSize))
+	add(positiveDur("pipeline.batch_wait", c.Pipeline.BatchWait))
+	add(positive("pipeline.channel_size", c.Pipeline.ChannelSize))
+	add(positive("pipeline.extract_workers", c.Pipeline.ExtractWorkers))
+	add(positive("pipeline.persist_workers", c.Pipeline.PersistWorkers))
+	if c.Pipeline.MaxRetries < 0 {
+		add(fieldErr("pipeline.max_retries", "must not be negative"))
+	}
+
+	switch c.Defense.DefaultAction {
+	case "allow", "redact", "block":
+	default:
+		add(fieldErr("defense.default_action", "must be allow, redact or block, got %q", c.Defense.DefaultAction))
+	}
+
+	add(positive("consolidation.workers", c.Consolidation.Workers))
+	add(positive("consolidation.batch_size", c.Consolidation.BatchSize))
+	add(positiveDur("consolidation.poll_interval", c.Consolidation.PollInterval))
+	if c.Consolidation.RatePerSecond < 0 {
+		add(fieldErr("consolidation.rate_per_second", "must not be negative (0 means unlimited)"))
+	}
+
+	add(positive("reflect.max_iterations", c.Reflect.MaxIterations))
+	add(positiveDur("reflect.timeout", c.Reflect.Timeout))
+	add(positive("reflect.context_tokens", c.Reflect.ContextTokens))
+	return errors.Join(errs...)
+}
+
+func positive(key string, v int) error {
+	if v <= 0 {
+		return fieldErr(key, "must be positive, got %d", v)
+	}
+	return nil
+}
+
+func positiveDur(key string, d time.Duration) error {
+	if d <= 0 {
+		return fieldErr(key, "must be a positive duration, got %s", d)
+	}
+	return nil
+}
+
+func httpURL(key, raw string, required bool) error {
+	if raw == "" {
+		if required {
+			return fieldErr(key, "must be set")
+		}
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fieldErr(key, "%q is not an http(s) URL", raw)
+	}
+	return nil
+}
+
+// IsLoopback reports whether a host:port address binds to loopback only.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Load builds the configuration from defaults, the YAML file at path (if not
+// empty), the environment and the key=value overrides, then validates it.
+func Load(path string, environ []string, overrides []string) (Config, error) {
+	cfg := Default()
+	if path != "" {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("config file: %w", err)
+		}
+		if err := decodeYAML(raw, &cfg); err != nil {
+			return cfg, fmt.Errorf("config file %s: %w", path, err)
+		}
+	}
+	if err := applyEnv(&cfg, environ); err != nil {
+		return cfg, err
+	}
+	for _, o := range overrides {
+		k, v, ok := strings.Cut(o, "=")
+		if !ok {
+			return cfg, fmt.Errorf("override %q: want key=value", o)
+		}
+		if err := Set(&cfg, strings.TrimSpace(k), v); err != nil {
+			return cfg, err
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+func decodeYAML(raw []byte, cfg *Config) error {
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true) // a misspelt key is an error, not a silent default
+	// An empty file decodes to io.EOF and leaves the defaults in place.
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+// PostgresDataDir is where the managed PostgreSQL server keeps its files.
+func (c Config) PostgresDataDir() string { return filepath.Join(c.DataDir, "postgres") }
+
+// KafkaDataDir is where the embedded broker keeps its log.
+func (c Config) KafkaDataDir() string { return filepath.Join(c.DataDir, "kafka") }
