@@ -1,0 +1,17 @@
+// Package pgserver runs the managed ("embedded") PostgreSQL server that
+// memstream uses when database.url is "embedded" (SPEC §2).
+//
+// It uses the PostgreSQL binaries installed on the machine: on first use it
+// runs initdb in Config.DataDir, then starts the server with pg_ctl on a
+// loopback port, creates the database and the vector and pg_trgm extensions.
+// The data directory outlives memstream; a server left running by a memstream
+// process that died is found through postmaster.pid and reused.
+//
+// PostgreSQL refuses to run as root. When memstream runs as root (as CI does)
+// the server runs as the unprivileged "postgres" system user (or "nobody"),
+// and the data directory is handed over to that user.
+//
+// Authentication is "trust": the server listens on 127.0.0.1 and on a unix
+// socket inside the data directory only, and is meant for one machine's
+// development and demo use. A real deployment sets database.url.
+package pgserver
