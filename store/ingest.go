@@ -1,0 +1,505 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+)
+
+// idNamespace makes derived ids stable across processes and replays.
+var idNamespace = uuid.MustParse("6f1c2a52-8d0e-4b7a-9a51-3c0b6d5e7f10")
+
+// DeriveID returns the stable id for a row identified by parts. Replays
+// derive the same id, so every insert can be ON CONFLICT DO NOTHING.
+func DeriveID(parts ...string) uuid.UUID {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return uuid.NewSHA1(idNamespace, h.Sum(nil))
+}
+
+// EventRecord is everything one Kafka event produced, ready to persist.
+type EventRecord struct {
+	BankID     string
+	EventKey   string
+	DocumentID string
+	Topic      string
+	Partition  int32
+	Offset     int64
+	Context    string
+	Tags       []string
+	Metadata   map[string]string
+	Chunks     []ChunkRow
+	Facts      []FactRow
+	Entities   []EntityRow
+	Links      []LinkRow
+	Audit      []AuditRow
+}
+
+// ChunkRow is one chunk of an event's text after defense.
+type ChunkRow struct {
+	ID        uuid.UUID
+	Index     int
+	Text      string
+	Speaker   string
+	StartedAt time.Time
+}
+
+// FactRow is one extracted fact.
+type FactRow struct {
+	ID            uuid.UUID
+	FactType      string
+	Text          string
+	Context       string
+	Embedding     []float32
+	SearchAux     string
+	OccurredStart *time.Time
+	OccurredEnd   *time.Time
+	MentionedAt   time.Time
+	Tags          []string
+	Metadata      map[string]string
+	ChunkID       uuid.UUID
+	MessageIndex  int
+	IdemKey       string
+	EntityIDs     []uuid.UUID
+}
+
+// EntityRow is a resolved entity mentioned by the batch, new or existing.
+type EntityRow struct {
+	ID       uuid.UUID
+	Name     string
+	Kind     string
+	Seen     time.Time
+	Mentions int
+	Aliases  []AliasRow
+}
+
+// AliasRow maps a normalised lookup key to an entity.
+type AliasRow struct {
+	Key   string
+	Alias string
+}
+
+// LinkRow is a directed, typed edge between two memory units.
+type LinkRow struct {
+	From, To uuid.UUID
+	Type     string
+	Weight   float32
+}
+
+// AuditRow records a defense finding without its value.
+type AuditRow struct {
+	Label, Action, Fingerprint string
+}
+
+// PersistResult reports what a batch wrote.
+type PersistResult struct {
+	NewEvents  int
+	Duplicates int
+	Facts      int
+}
+
+const (
+	qEnsureBank  = `INSERT INTO banks (id, name) SELECT b, b FROM unnest($1::text[]) AS b ON CONFLICT (id) DO NOTHING`
+	qClaimEvents = `INSERT INTO events (bank_id, event_key, document_id, topic, partition, "offset", facts)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::bigint[], $7::int[])
+		ON CONFLICT (bank_id, event_key) DO NOTHING
+		RETURNING bank_id, event_key`
+	qUpsertDocuments = `INSERT INTO documents (bank_id, id, context, tags, metadata)
+		SELECT b, d, c, ARRAY(SELECT jsonb_array_elements_text(t)), m
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::jsonb[]) AS x(b, d, c, t, m)
+		ON CONFLICT (bank_id, id) DO UPDATE SET updated_at = now()`
+	qStageUnits = `CREATE TEMP TABLE stage_units (
+		id uuid, bank_id text, fact_type text, text text, context text, embedding halfvec,
+		search_aux text, occurred_start timestamptz, occurred_end timestamptz, mentioned_at timestamptz,
+		tags text[], metadata jsonb, document_id text, chunk_id uuid, source_event_id text,
+		source_message_index int, idempotency_key text) ON COMMIT DROP`
+	qInsertUnits = `INSERT INTO memory_units (id, bank_id, fact_type, text, context, embedding, search_aux,
+		occurred_start, occurred_end, mentioned_at, tags, metadata, document_id, chunk_id, source_event_id,
+		source_message_index, idempotency_key)
+		SELECT id, bank_id, fact_type, text, context, embedding, search_aux, occurred_start, occurred_end,
+		mentioned_at, tags, metadata, document_id, chunk_id, source_event_id, source_message_index, idempotency_key
+		FROM stage_units ON CONFLICT DO NOTHING`
+	qInsertChunks = `INSERT INTO chunks (id, bank_id, document_id, event_key, chunk_index, text, content_hash, speaker, started_at)
+		SELECT id, b, d, e, i, t, sha256(convert_to(t, 'UTF8')), s, ts
+		FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::timestamptz[])
+		AS x(id, b, d, e, i, t, s, ts)
+		ON CONFLICT (id) DO NOTHING`
+	qUpsertEntities = `INSERT INTO entities (id, bank_id, canonical_name, kind, first_seen, last_seen, mention_count)
+		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $5::timestamptz[], $6::int[])
+		ON CONFLICT (id) DO UPDATE SET
+			last_seen = GREATEST(entities.last_seen, EXCLUDED.last_seen),
+			first_seen = LEAST(entities.first_seen, EXCLUDED.first_seen),
+			mention_count = entities.mention_count + EXCLUDED.mention_count`
+	qInsertAliases = `INSERT INTO entity_aliases (bank_id, alias_key, alias, entity_id)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::uuid[])
+		ON CONFLICT DO NOTHING`
+	qInsertUnitEntities = `INSERT INTO unit_entities (unit_id, entity_id)
+		SELECT * FROM unnest($1::uuid[], $2::uuid[]) ON CONFLICT DO NOTHING`
+	qInsertLinks = `INSERT INTO memory_links (bank_id, from_id, to_id, link_type, weight)
+		SELECT * FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::real[])
+		ON CONFLICT DO NOTHING`
+	// Entity co-mention links to the few most recent earlier facts sharing
+	// an entity: set-based, so one statement serves the whole batch.
+	qEntityLinks = `INSERT INTO memory_links (bank_id, from_id, to_id, link_type, weight)
+		SELECT u.bank_id, u.id, o.unit_id, 'entity', 1.0
+		FROM unnest($1::uuid[]) AS n(id)
+		JOIN memory_units u ON u.id = n.id
+		JOIN unit_entities ue ON ue.unit_id = u.id
+		CROSS JOIN LATERAL (
+			SELECT ue2.unit_id FROM unit_entities ue2
+			JOIN memory_units m ON m.id = ue2.unit_id
+			WHERE ue2.entity_id = ue.entity_id AND ue2.unit_id <> u.id AND m.bank_id = u.bank_id
+			ORDER BY m.mentioned_at DESC LIMIT 5) o
+		ON CONFLICT DO NOTHING`
+	qTemporalLinks = `INSERT INTO memory_links (bank_id, from_id, to_id, link_type, weight)
+		SELECT u.bank_id, u.id, o.id, 'temporal', o.w
+		FROM unnest($1::uuid[]) AS n(id)
+		JOIN memory_units u ON u.id = n.id
+		CROSS JOIN LATERAL (
+			SELECT m.id, (1 - abs(extract(epoch FROM m.mentioned_at - u.mentioned_at)) / 86400.0)::real AS w
+			FROM memory_units m
+			WHERE m.bank_id = u.bank_id AND m.id <> u.id AND m.fact_type <> 'observation'
+			  AND m.mentioned_at BETWEEN u.mentioned_at - interval '24 hours' AND u.mentioned_at + interval '24 hours'
+			  AND (m.document_id IS DISTINCT FROM u.document_id)
+			ORDER BY abs(extract(epoch FROM m.mentioned_at - u.mentioned_at)) LIMIT 3) o
+		ON CONFLICT DO NOTHING`
+	qInsertAudit = `INSERT INTO defense_audit (bank_id, event_key, label, action, fingerprint)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) ON CONFLICT DO NOTHING`
+	qEnqueueJob = `INSERT INTO jobs (kind, bank_id, unique_key)
+		SELECT $1, b, $1 || ':' || b FROM unnest($2::text[]) AS b
+		ON CONFLICT (unique_key) WHERE state = 'available' AND unique_key IS NOT NULL DO NOTHING`
+)
+
+// JobConsolidate is the kind of the per-bank consolidation wake-up job.
+const JobConsolidate = "consolidate"
+
+// PersistBatch writes a batch of events in one transaction. Events already
+// recorded (a replay) are skipped whole, so replaying never writes twice.
+// Consolidation jobs for the touched banks are enqueued in the same
+// transaction, so work cannot be lost between the commit and the enqueue.
+func (s *Store) PersistBatch(ctx context.Context, evs []EventRecord) (PersistResult, error) {
+	var res PersistResult
+	if len(evs) == 0 {
+		return res, nil
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		res = PersistResult{}
+		all := make([]*EventRecord, len(evs))
+		for i := range evs {
+			all[i] = &evs[i]
+		}
+		if _, err := tx.Exec(ctx, qEnsureBank, uniqueBanks(all)); err != nil {
+			return fmt.Errorf("ensure banks: %w", err)
+		}
+		fresh, err := claimEvents(ctx, tx, evs)
+		if err != nil {
+			return err
+		}
+		res.Duplicates = len(evs) - len(fresh)
+		res.NewEvents = len(fresh)
+		if len(fresh) == 0 {
+			return nil
+		}
+		if err := insertDocuments(ctx, tx, fresh); err != nil {
+			return err
+		}
+		if err := insertChunks(ctx, tx, fresh); err != nil {
+			return err
+		}
+		if err := upsertEntities(ctx, tx, fresh); err != nil {
+			return err
+		}
+		ids, err := insertUnits(ctx, tx, fresh)
+		if err != nil {
+			return err
+		}
+		res.Facts = len(ids)
+		if err := insertUnitLinks(ctx, tx, fresh, ids); err != nil {
+			return err
+		}
+		if err := insertAudit(ctx, tx, fresh); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, qEnqueueJob, JobConsolidate, uniqueBanks(fresh)); err != nil {
+			return fmt.Errorf("enqueue consolidation: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return PersistResult{}, fmt.Errorf("persist batch of %d events (first %s/%s): %w", len(evs), evs[0].BankID, evs[0].EventKey, err)
+	}
+	return res, nil
+}
+
+func uniqueBanks(evs []*EventRecord) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range evs {
+		if !seen[e.BankID] {
+			seen[e.BankID] = true
+			out = append(out, e.BankID)
+		}
+	}
+	return out
+}
+
+func claimEvents(ctx context.Context, tx pgx.Tx, evs []EventRecord) ([]*EventRecord, error) {
+	n := len(evs)
+	banks, keys, docs, topics := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	parts, facts, offs := make([]int32, n), make([]int32, n), make([]int64, n)
+	for i, e := range evs {
+		banks[i], keys[i], docs[i], topics[i] = e.BankID, e.EventKey, e.DocumentID, e.Topic
+		parts[i], offs[i], facts[i] = e.Partition, e.Offset, int32(len(e.Facts))
+	}
+	rows, err := tx.Query(ctx, qClaimEvents, banks, keys, docs, topics, parts, offs, facts)
+	if err != nil {
+		return nil, fmt.Errorf("claim events: %w", err)
+	}
+	claimed := map[[2]string]bool{}
+	for rows.Next() {
+		var b, k string
+		if err := rows.Scan(&b, &k); err != nil {
+			return nil, err
+		}
+		claimed[[2]string{b, k}] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim events: %w", err)
+	}
+	var fresh []*EventRecord
+	for i := range evs {
+		k := [2]string{evs[i].BankID, evs[i].EventKey}
+		if claimed[k] {
+			fresh = append(fresh, &evs[i])
+			delete(claimed, k) // a key twice in one batch is written once
+		}
+	}
+	return fresh, nil
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func insertDocuments(ctx context.Context, tx pgx.Tx, evs []*EventRecord) error {
+	var banks, ids, ctxs, tags, metas []string
+	seen := map[[2]string]bool{}
+	for _, e := range evs {
+		k := [2]string{e.BankID, e.DocumentID}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		banks, ids, ctxs = append(banks, e.BankID), append(ids, e.DocumentID), append(ctxs, e.Context)
+		t := e.Tags
+		if t == nil {
+			t = []string{}
+		}
+		m := e.Metadata
+		if m == nil {
+			m = map[string]string{}
+		}
+		tags, metas = append(tags, jsonOf(t)), append(metas, jsonOf(m))
+	}
+	if _, err := tx.Exec(ctx, qUpsertDocuments, banks, ids, ctxs, tags, metas); err != nil {
+		return fmt.Errorf("documents: %w", err)
+	}
+	return nil
+}
+
+func insertChunks(ctx context.Context, tx pgx.Tx, evs []*EventRecord) error {
+	var ids []uuid.UUID
+	var banks, docs, keys, texts, speakers []string
+	var idx []int32
+	var starts []time.Time
+	for _, e := range evs {
+		for _, c := range e.Chunks {
+			ids, banks, docs, keys = append(ids, c.ID), append(banks, e.BankID), append(docs, e.DocumentID), append(keys, e.EventKey)
+			idx, texts, speakers, starts = append(idx, int32(c.Index)), append(texts, c.Text), append(speakers, c.Speaker), append(starts, c.StartedAt)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, qInsertChunks, ids, banks, docs, keys, idx, texts, speakers, starts); err != nil {
+		return fmt.Errorf("chunks: %w", err)
+	}
+	return nil
+}
+
+func upsertEntities(ctx context.Context, tx pgx.Tx, evs []*EventRecord) error {
+	// One row per entity id: counts from several events fold together,
+	// since ON CONFLICT cannot touch one row twice in a statement.
+	type agg struct {
+		row EntityRow
+		n   int
+	}
+	byID := map[uuid.UUID]*agg{}
+	var order []uuid.UUID
+	var aBank, aKey, aAlias []string
+	var aEnt []uuid.UUID
+	aliasSeen := map[string]bool{}
+	for _, e := range evs {
+		for _, en := range e.Entities {
+			a, ok := byID[en.ID]
+			if !ok {
+				a = &agg{row: en}
+				byID[en.ID] = a
+				order = append(order, en.ID)
+			} else if en.Seen.After(a.row.Seen) {
+				a.row.Seen = en.Seen
+			}
+			a.n += max(en.Mentions, 1)
+			for _, al := range en.Aliases {
+				k := e.BankID + "\x00" + al.Key + "\x00" + en.ID.String()
+				if aliasSeen[k] {
+					continue
+				}
+				aliasSeen[k] = true
+				aBank, aKey, aAlias, aEnt = append(aBank, e.BankID), append(aKey, al.Key), append(aAlias, al.Alias), append(aEnt, en.ID)
+			}
+		}
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	bankOf := map[uuid.UUID]string{}
+	for _, e := range evs {
+		for _, en := range e.Entities {
+			bankOf[en.ID] = e.BankID
+		}
+	}
+	ids := make([]uuid.UUID, len(order))
+	banks, names, kinds := make([]string, len(order)), make([]string, len(order)), make([]string, len(order))
+	seen, counts := make([]time.Time, len(order)), make([]int32, len(order))
+	for i, id := range order {
+		a := byID[id]
+		ids[i], banks[i], names[i], kinds[i], seen[i], counts[i] = id, bankOf[id], a.row.Name, a.row.Kind, a.row.Seen, int32(a.n)
+	}
+	if _, err := tx.Exec(ctx, qUpsertEntities, ids, banks, names, kinds, seen, counts); err != nil {
+		return fmt.Errorf("entities: %w", err)
+	}
+	if len(aBank) > 0 {
+		if _, err := tx.Exec(ctx, qInsertAliases, aBank, aKey, aAlias, aEnt); err != nil {
+			return fmt.Errorf("entity aliases: %w", err)
+		}
+	}
+	return nil
+}
+
+func insertUnits(ctx context.Context, tx pgx.Tx, evs []*EventRecord) ([]uuid.UUID, error) {
+	var rows [][]any
+	var ids []uuid.UUID
+	for _, e := range evs {
+		for _, f := range e.Facts {
+			tags := f.Tags
+			if tags == nil {
+				tags = []string{}
+			}
+			meta := f.Metadata
+			if meta == nil {
+				meta = map[string]string{}
+			}
+			var emb any
+			if f.Embedding != nil {
+				emb = pgvector.NewHalfVector(f.Embedding)
+			}
+			var chunk any
+			if f.ChunkID != uuid.Nil {
+				chunk = f.ChunkID
+			}
+			rows = append(rows, []any{f.ID, e.BankID, f.FactType, f.Text, f.Context, emb, f.SearchAux,
+				f.OccurredStart, f.OccurredEnd, f.MentionedAt, tags, jsonOf(meta), e.DocumentID, chunk,
+				e.EventKey, int32(f.MessageIndex), f.IdemKey})
+			ids = append(ids, f.ID)
+		}
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	if _, err := tx.Exec(ctx, qStageUnits); err != nil {
+		return nil, fmt.Errorf("stage units: %w", err)
+	}
+	cols := []string{"id", "bank_id", "fact_type", "text", "context", "embedding", "search_aux", "occurred_start",
+		"occurred_end", "mentioned_at", "tags", "metadata", "document_id", "chunk_id", "source_event_id",
+		"source_message_index", "idempotency_key"}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"stage_units"}, cols, pgx.CopyFromRows(rows)); err != nil {
+		return nil, fmt.Errorf("copy units: %w", err)
+	}
+	if _, err := tx.Exec(ctx, qInsertUnits); err != nil {
+		return nil, fmt.Errorf("insert units: %w", err)
+	}
+	return ids, nil
+}
+
+func insertUnitLinks(ctx context.Context, tx pgx.Tx, evs []*EventRecord, ids []uuid.UUID) error {
+	var ueUnit, ueEnt []uuid.UUID
+	var lBank, lType []string
+	var lFrom, lTo []uuid.UUID
+	var lW []float32
+	for _, e := range evs {
+		for _, f := range e.Facts {
+			for _, en := range f.EntityIDs {
+				ueUnit, ueEnt = append(ueUnit, f.ID), append(ueEnt, en)
+			}
+		}
+		for _, l := range e.Links {
+			lBank, lFrom, lTo, lType, lW = append(lBank, e.BankID), append(lFrom, l.From), append(lTo, l.To), append(lType, l.Type), append(lW, l.Weight)
+		}
+	}
+	if len(ueUnit) > 0 {
+		if _, err := tx.Exec(ctx, qInsertUnitEntities, ueUnit, ueEnt); err != nil {
+			return fmt.Errorf("unit entities: %w", err)
+		}
+	}
+	if len(lFrom) > 0 {
+		if _, err := tx.Exec(ctx, qInsertLinks, lBank, lFrom, lTo, lType, lW); err != nil {
+			return fmt.Errorf("links: %w", err)
+		}
+	}
+	if _, err := tx.Exec(ctx, qEntityLinks, ids); err != nil {
+		return fmt.Errorf("entity links: %w", err)
+	}
+	if _, err := tx.Exec(ctx, qTemporalLinks, ids); err != nil {
+		return fmt.Errorf("temporal links: %w", err)
+	}
+	return nil
+}
+
+func insertAudit(ctx context.Context, tx pgx.Tx, evs []*EventRecord) error {
+	var b, k, l, a, f []string
+	for _, e := range evs {
+		for _, r := range e.Audit {
+			b, k, l, a, f = append(b, e.BankID), append(k, e.EventKey), append(l, r.Label), append(a, r.Action), append(f, r.Fingerprint)
+		}
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, qInsertAudit, b, k, l, a, f); err != nil {
+		return fmt.Errorf("defense audit: %w", err)
+	}
+	return nil
+}
+
+const qRecordDeadLetter = `INSERT INTO dead_letters (topic, partition, "offset", bank_id, error_class, error_stage)
+	VALUES ($1, $2, $3, NULLIF($4, ''), $5, $6) ON CONFLICT DO NOTHING`
+
+// RecordDeadLetter notes (without content) that a record was dead-lettered,
+// so bank stats can count it. It is idempotent per topic/partition/offset.
+func (s *Store) RecordDeadLetter(ctx context.Context, topic string, partition int32, offset int64, bankID, class, stage string) error {
+	if _, err := s.pool.Exec(ctx, qRecordDeadLetter, topic, partition, offset, bankID, class, stage); err != nil {
+		return fmt.Errorf("record dead letter %s/%d/%d: %w", topic, partition, offset, err)
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package store
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// ErrNotFound is returned when a requested row does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrConflict is returned when a write violates a uniqueness rule.
+var ErrConflict = errors.New("conflict")
+
+// Config configures Open.
+type Config struct {
+	URL      string
+	MaxConns int
+	// Dim is the embedding dimension; it is fixed at the first migration.
+	Dim int
+}
+
+// Store is the PostgreSQL-backed memory store.
+type Store struct {
+	pool *pgxpool.Pool
+	dim  int
+	log  *slog.Logger
+}
+
+// Open connects to PostgreSQL. It does not migrate; call Migrate.
+func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
+	if cfg.Dim <= 0 {
+		return nil, fmt.Errorf("store: embedding dimension must be positive")
+	}
+	pcfg, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("store: parse database url: %w", err)
+	}
+	if cfg.MaxConns > 0 {
+		pcfg.MaxConns = int32(cfg.MaxConns)
+	}
+	pcfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		// The vector types exist only after the first migration created the
+		// extension; a connection made before that registers them lazily.
+		if err := pgxvec.RegisterTypes(ctx, conn); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) || strings.Contains(err.Error(), "vector") {
+				return nil
+			}
+			return err
+		}
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: connect: %w", err)
+	}
+	return &Store{pool: pool, dim: cfg.Dim, log: log}, nil
+}
+
+// Pool exposes the pool for packages that run their own named queries in
+// the same database (benchmarks, tests).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Dim is the embedding dimension of this store.
+func (s *Store) Dim() int { return s.dim }
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func loadMigrations(dim int) ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migration %s: name must start with a number", e.Name())
+		}
+		raw, err := migrationFS.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		sql := strings.ReplaceAll(string(raw), "{{EMBED_DIM}}", strconv.Itoa(dim))
+		out = append(out, migration{version: v, name: e.Name(), sql: sql})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	return out, nil
+}
+
+// lockKey is the advisory-lock key that serialises migrators.
+func lockKey() int64 {
+	h := fnv.New64a()
+	h.Write([]byte("memstream.migrate"))
+	return int64(h.Sum64() >> 1)
+}
+
+const (
+	qMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`
+	qMigrationApplied = `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`
+	qMigrationRecord  = `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`
+	qEmbedDim         = `SELECT value FROM memstream_meta WHERE key = 'embed_dim'`
+)
+
+// Migrate applies pending migrations, one transaction each, under an
+// advisory lock so that replicas starting together do not race. It returns
+// the names of the migrations it applied.
+func (s *Store) Migrate(ctx context.Context) ([]string, error) {
+	migs, err := loadMigrations(s.dim)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, lockKey()); err != nil {
+		return nil, fmt.Errorf("migrate: lock: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, lockKey())
+
+	for _, ext := range []string{"vector", "pg_trgm"} {
+		if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS "+ext); err != nil {
+			return nil, fmt.Errorf("migrate: extension %s is not available (run scripts/install-deps.sh): %w", ext, err)
+		}
+	}
+	if _, err := conn.Exec(ctx, qMigrationsTable); err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	var applied []string
+	for _, m := range migs {
+		var done bool
+		if err := conn.QueryRow(ctx, qMigrationApplied, m.version).Scan(&done); err != nil {
+			return applied, fmt.Errorf("migrate %s: %w", m.name, err)
+		}
+		if done {
+			continue
+		}
+		start := time.Now()
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, qMigrationRecord, m.version, m.name)
+			return err
+		})
+		if err != nil {
+			return applied, fmt.Errorf("migrate %s: %w", m.name, err)
+		}
+		s.log.Info("migration applied", slog.String("name", m.name), slog.Duration("took", time.Since(start)))
+		applied = append(applied, m.name)
+	}
+	var dim string
+	if err := conn.QueryRow(ctx, qEmbedDim).Scan(&dim); err != nil {
+		return applied, fmt.Errorf("migrate: read embed_dim: %w", err)
+	}
+	if dim != strconv.Itoa(s.dim) {
+		return applied, fmt.Errorf("config embed.dim: the database was created with dimension %s, configuration says %d", dim, s.dim)
+	}
+	// Connections opened before the extension existed missed the vector
+	// types; reset the pool's idle connections so new ones register them.
+	s.pool.Reset()
+	return applied, nil
+}
+
+// translate maps driver errors to the store's sentinel errors.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
+	}
+	return err
+}
