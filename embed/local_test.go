@@ -1,0 +1,230 @@
+package embed
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata")
+
+func newLocal(t testing.TB, dim int) *Local {
+	t.Helper()
+	l, err := NewLocal(dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func embedOne(t testing.TB, e interface {
+	Embed(context.Context, []string) ([][]float32, error)
+}, s string) []float32 {
+	t.Helper()
+	v, err := e.Embed(context.Background(), []string{s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v[0]
+}
+
+func cosine(a, b []float32) float64 {
+	var dot, na, nb float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	return dot / math.Sqrt(na*nb)
+}
+
+func TestNewLocalDim(t *testing.T) {
+	t.Parallel()
+	if l := newLocal(t, 0); l.Dim() != DefaultDim {
+		t.Errorf("NewLocal(0).Dim() = %d, want %d", l.Dim(), DefaultDim)
+	}
+	for _, d := range []int{-1, 4, MaxLocalDim + 1} {
+		if _, err := NewLocal(d); err == nil {
+			t.Errorf("NewLocal(%d): want error", d)
+		}
+	}
+	if got := newLocal(t, 0).Name(); got != "local" {
+		t.Errorf("Name() = %q", got)
+	}
+}
+
+func TestLocalDeterministicAndUnitNorm(t *testing.T) {
+	t.Parallel()
+	texts := []string{
+		"I moved to Shanghai last month",
+		"我上个月搬去了上海",
+		"Ｆｕｌｌ－ｗｉｄｔｈ ＡＬＩＣＥ",
+		"mixed 中文 and English, 東京 と 大阪",
+		"Привет, как дела? Ça va très bien.",
+		"",
+		"   ...!!! ",
+	}
+	a, b := newLocal(t, 0), newLocal(t, 0)
+	va, err := a.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Embedding one at a time through a second instance must give the same
+	// bits: no state leaks between texts through the pooled buffers.
+	for i, s := range texts {
+		vb := embedOne(t, b, s)
+		for j := range vb {
+			if va[i][j] != vb[j] {
+				t.Fatalf("text %q: component %d differs: %v vs %v", s, j, va[i][j], vb[j])
+			}
+		}
+		var ss float64
+		for _, x := range va[i] {
+			ss += float64(x) * float64(x)
+		}
+		if math.Abs(ss-1) > 1e-5 {
+			t.Errorf("text %q: squared norm %v, want 1", s, ss)
+		}
+	}
+}
+
+func TestLocalEmptyText(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t, 0)
+	empty := embedOne(t, l, "")
+	for _, s := range []string{"   ", "?!.,", "\t\n"} {
+		if c := cosine(empty, embedOne(t, l, s)); c != 1 {
+			t.Errorf("%q: cosine to the empty vector = %v, want 1", s, c)
+		}
+	}
+	if c := cosine(empty, embedOne(t, l, "hello world")); math.Abs(c) > 0.2 {
+		t.Errorf("empty vs text cosine = %v, want near 0", c)
+	}
+	v, err := l.Embed(context.Background(), nil)
+	if err != nil || len(v) != 0 {
+		t.Errorf("Embed(nil) = %v, %v; want empty, nil", v, err)
+	}
+}
+
+func TestLocalSimilarity(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t, 0)
+	for _, tc := range []struct {
+		name, anchor, near, far string
+	}{
+		{"paraphrase", "I moved to Shanghai last month", "Last month I relocated to Shanghai", "The cat sat on the mat"},
+		{"inflection", "She is running a marathon", "She runs marathons", "He bought a new laptop"},
+		{"shared entity", "Alice works at Google", "Alice started a new job at Google", "The weather is nice today"},
+		{"cjk", "我搬到上海了", "我上个月搬去了上海", "今天天气很好"},
+		{"cjk entity", "张伟喜欢喝咖啡", "张伟每天早上喝咖啡", "李娜去北京出差"},
+		{"mixed script", "我在Google工作", "Google是我的公司", "我喜欢吃苹果"},
+		{"full width", "ＡＬＩＣＥ likes tea", "alice likes tea", "bob hates coffee"},
+		{"japanese", "東京に引っ越しました", "先月東京へ引っ越した", "猫が好きです"},
+		{"typo", "my favourite restaurant", "my favorite restaurants", "a quiet evening"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := embedOne(t, l, tc.anchor)
+			near, far := cosine(a, embedOne(t, l, tc.near)), cosine(a, embedOne(t, l, tc.far))
+			if near <= far+0.1 {
+				t.Errorf("cos(%q, %q) = %.3f, not clearly above cos(.., %q) = %.3f", tc.anchor, tc.near, near, tc.far, far)
+			}
+			t.Logf("near %.3f far %.3f", near, far)
+		})
+	}
+}
+
+func TestLocalStem(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"moved": "mov", "move": "mov", "moving": "mov", "moves": "mov",
+		"running": "run", "cities": "city", "classes": "class", "falling": "fall",
+		"relocated": "relocat", "cat": "cat", "status": "status", "naïve": "naïve",
+	} {
+		if got := string(stem([]byte(in))); got != want {
+			t.Errorf("stem(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestLocalCanceled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := newLocal(t, 0).Embed(ctx, []string{"x"}); err == nil {
+		t.Error("want error for canceled context")
+	}
+}
+
+// TestLocalGolden pins the exact vectors of a few texts. A failure means the
+// hashing or weighting changed, which changes every stored vector: rerun with
+// -update only if that is intended, and plan a re-embed of existing banks.
+func TestLocalGolden(t *testing.T) {
+	t.Parallel()
+	texts := []string{"I moved to Shanghai last month", "我搬到上海了", "Zhang Wei 老张", ""}
+	l := newLocal(t, 32)
+	vecs, err := l.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]float64{}
+	for i, s := range texts {
+		r := make([]float64, len(vecs[i]))
+		for j, x := range vecs[i] {
+			r[j] = math.Round(float64(x)*1e5) / 1e5
+		}
+		got[s] = r
+	}
+	path := filepath.Join("testdata", "local_golden.json")
+	if *update {
+		b, _ := json.MarshalIndent(got, "", " ")
+		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	var want map[string][]float64
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range texts {
+		for j := range want[s] {
+			if math.Abs(want[s][j]-got[s][j]) > 2e-5 {
+				t.Fatalf("%q: component %d = %v, golden %v", s, j, got[s][j], want[s][j])
+			}
+		}
+	}
+}
+
+func BenchmarkLocalEmbed(b *testing.B) {
+	l := newLocal(b, 0)
+	texts := []string{
+		"I moved to Shanghai last month with my wife",
+		"Alice prefers green tea over coffee in the morning",
+		"The project deadline was moved to next Friday",
+		"我上个月搬去了上海，现在住在浦东",
+		"Bob's daughter started school in September 2024",
+		"We talked about the new pricing plan for enterprise customers",
+		"张伟说他下周要去北京出差",
+		"My favourite restaurant closed after twenty years",
+	}
+	var bytes int
+	for _, s := range texts {
+		bytes += len(s)
+	}
+	ctx := context.Background()
+	b.SetBytes(int64(bytes))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.Embed(ctx, texts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(texts))/b.Elapsed().Seconds(), "texts/s")
+}

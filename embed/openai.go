@@ -1,0 +1,221 @@
+package embed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// OpenAIConfig configures [OpenAI]. Zero values are filled by WithDefaults.
+type OpenAIConfig struct {
+	// BaseURL is the API root including /v1, for example
+	// http://localhost:11434/v1 for Ollama. Default: OpenAI's.
+	BaseURL string
+	// APIKey is sent as a bearer token; local servers usually ignore it.
+	APIKey string
+	// Model is the embedding model name. Required: guessing a model would
+	// silently put vectors from the wrong space into the database.
+	Model string
+	// Dim is the vector size the database column was created with. Every
+	// response is checked against it. Required.
+	Dim int
+	// SendDimensions asks the server to shorten vectors to Dim (OpenAI's
+	// text-embedding-3 "dimensions" parameter). Off by default because many
+	// compatible servers reject the field.
+	SendDimensions bool
+	// BatchSize is the most texts sent in one request. Servers cap the
+	// inputs per request (OpenAI at 2048); smaller batches also keep one
+	// failure from redoing much work. Default 128.
+	BatchSize int
+	// MaxRetries is how many times a failed request is retried after 429,
+	// 5xx, timeouts and connection errors. Default 4.
+	MaxRetries int
+	// InitialBackoff is the first retry delay; it doubles up to MaxBackoff,
+	// with jitter so that many workers do not retry in lockstep.
+	// Defaults 250ms and 10s.
+	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
+	// RequestTimeout bounds one attempt, so a hung server costs one retry
+	// rather than the caller's whole deadline. Default 30s.
+	RequestTimeout time.Duration
+	// HTTPClient overrides the HTTP client, for tests and proxies.
+	HTTPClient *http.Client
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c OpenAIConfig) WithDefaults() OpenAIConfig {
+	if c.BaseURL == "" {
+		c.BaseURL = "https://api.openai.com/v1"
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 128
+	}
+	if c.MaxRetries == 0 {
+		c.MaxRetries = 4
+	}
+	if c.InitialBackoff == 0 {
+		c.InitialBackoff = 250 * time.Millisecond
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = 10 * time.Second
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = 30 * time.Second
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{}
+	}
+	return c
+}
+
+func (c OpenAIConfig) validate() error {
+	switch {
+	case c.Model == "":
+		return errors.New("embed.model: required for the openai provider")
+	case c.Dim <= 0:
+		return fmt.Errorf("embed.dim: must be positive, got %d", c.Dim)
+	case c.BatchSize < 0:
+		return fmt.Errorf("embed.batch_size: must be positive, got %d", c.BatchSize)
+	case c.MaxRetries < 0:
+		return fmt.Errorf("embed.max_retries: must not be negative, got %d", c.MaxRetries)
+	}
+	if _, err := url.Parse(c.BaseURL); err != nil {
+		return fmt.Errorf("embed.base_url: %w", err)
+	}
+	return nil
+}
+
+// OpenAI embeds through an OpenAI-compatible /v1/embeddings endpoint
+// (provider "openai"). It is safe for concurrent use.
+type OpenAI struct {
+	cfg    OpenAIConfig
+	client *openai.Client
+}
+
+// NewOpenAI returns an embedder for cfg, after filling defaults and
+// validating it. It does not contact the server.
+func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cc := openai.DefaultConfig(cfg.APIKey)
+	cc.BaseURL = cfg.BaseURL
+	cc.HTTPClient = cfg.HTTPClient
+	return &OpenAI{cfg: cfg, client: openai.NewClientWithConfig(cc)}, nil
+}
+
+// Dim reports the configured vector size.
+func (o *OpenAI) Dim() int { return o.cfg.Dim }
+
+// Name reports the provider name used in configuration and metrics.
+func (o *OpenAI) Name() string { return "openai" }
+
+// Embed returns one vector per text, in order, sending at most BatchSize
+// texts per request. Batches run one after another: the pipeline already
+// embeds several batches in parallel, and a server that rate-limits is
+// better served by fewer concurrent requests. If any batch fails after its
+// retries, Embed returns the error and no vectors.
+func (o *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, 0, len(texts))
+	for start := 0; start < len(texts); start += o.cfg.BatchSize {
+		end := min(start+o.cfg.BatchSize, len(texts))
+		vecs, err := o.embedBatch(ctx, texts[start:end])
+		if err != nil {
+			return nil, fmt.Errorf("embed texts %d..%d with model %s: %w", start, end-1, o.cfg.Model, err)
+		}
+		out = append(out, vecs...)
+	}
+	return out, nil
+}
+
+func (o *OpenAI) embedBatch(ctx context.Context, batch []string) ([][]float32, error) {
+	req := openai.EmbeddingRequest{
+		Input: batch,
+		Model: openai.EmbeddingModel(o.cfg.Model),
+	}
+	if o.cfg.SendDimensions {
+		req.Dimensions = o.cfg.Dim
+	}
+	backoff := o.cfg.InitialBackoff
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, o.cfg.RequestTimeout)
+		resp, err := o.client.CreateEmbeddings(actx, req)
+		cancel()
+		if err == nil {
+			return o.check(resp, len(batch))
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if attempt >= o.cfg.MaxRetries || !retryable(err) {
+			return nil, fmt.Errorf("after %d attempts: %w", attempt+1, err)
+		}
+		// Equal jitter: wait between half and all of the backoff, so
+		// retries spread out but still back off.
+		d := backoff/2 + time.Duration(rand.Int64N(int64(backoff/2)+1))
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(backoff*2, o.cfg.MaxBackoff)
+	}
+}
+
+// check validates a response and orders it by index. Servers may return the
+// data out of order, and a model with the wrong dimension must fail loudly
+// here rather than at insert time, far from its cause.
+func (o *OpenAI) check(resp openai.EmbeddingResponse, n int) ([][]float32, error) {
+	if len(resp.Data) != n {
+		return nil, fmt.Errorf("server returned %d embeddings for %d inputs", len(resp.Data), n)
+	}
+	out := make([][]float32, n)
+	for _, d := range resp.Data {
+		if d.Index < 0 || d.Index >= n || out[d.Index] != nil {
+			return nil, fmt.Errorf("server returned bad or duplicate index %d for %d inputs", d.Index, n)
+		}
+		if len(d.Embedding) != o.cfg.Dim {
+			return nil, fmt.Errorf("model %s returned %d dimensions, but embed.dim is %d: set embed.dim to the model's dimension (or enable dimensions if the model supports shortening)",
+				o.cfg.Model, len(d.Embedding), o.cfg.Dim)
+		}
+		out[d.Index] = d.Embedding
+	}
+	return out, nil
+}
+
+// retryable reports errors that another attempt may fix: rate limits,
+// server errors, timeouts and broken connections. Client errors such as a
+// bad key or an unknown model are returned at once.
+func retryable(err error) bool {
+	var apiErr *openai.APIError
+	if errors.As(err, &apiErr) {
+		return retryableStatus(apiErr.HTTPStatusCode)
+	}
+	var reqErr *openai.RequestError
+	if errors.As(err, &reqErr) {
+		return retryableStatus(reqErr.HTTPStatusCode)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true // the per-attempt timeout; the caller's ctx was checked
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	var urlErr *url.Error
+	return errors.As(err, &urlErr)
+}
+
+func retryableStatus(code int) bool {
+	return code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500
+}
