@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -256,9 +257,16 @@ func (s *Server) bootstrap(ctx context.Context, reused bool) error {
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	for _, ext := range []string{"vector", "pg_trgm"} {
-		if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS "+ext); err != nil {
+		_, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS "+ext)
+		var pgErr *pgconn.PgError
+		// PostgreSQL 15 reports a missing control file as undefined_file,
+		// later versions as feature_not_supported.
+		if errors.As(err, &pgErr) && (pgErr.Code == "58P01" || pgErr.Code == "0A000") {
 			return fmt.Errorf("pgserver: create extension %s in database %s: %w; %s is not installed for PostgreSQL %s in %s: %s",
 				ext, s.cfg.Database, err, ext, s.major, s.cfg.BinDir, installHint(s.major))
+		}
+		if err != nil {
+			return fmt.Errorf("pgserver: create extension %s in database %s: %w", ext, s.cfg.Database, err)
 		}
 	}
 	return nil
@@ -322,7 +330,7 @@ func (s *Server) initdb(ctx context.Context) error {
 	out, err := s.run(ctx, "initdb", args...)
 	if err != nil && strings.Contains(out, "locale") {
 		s.log.Warn("C.UTF-8 locale unavailable, falling back to C", slog.String("initdb_output", out))
-		args[7] = "--locale=C"
+		args[slices.Index(args, "--locale=C.UTF-8")] = "--locale=C"
 		out, err = s.run(ctx, "initdb", args...)
 	}
 	if err != nil {
