@@ -157,6 +157,12 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	if err := s.bootstrap(ctx, reused); err != nil {
+		if !reused {
+			// Do not leave a server behind that nobody will Stop.
+			if serr := s.Stop(context.WithoutCancel(ctx)); serr != nil {
+				s.log.Error("stop postgres after failed start", slog.Any("error", serr))
+			}
+		}
 		return nil, err
 	}
 	s.log.Info("postgres ready", slog.String("url", s.URL()), slog.Bool("reused", reused), slog.String("version", major))
