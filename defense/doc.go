@@ -1,0 +1,33 @@
+// Package defense is memstream's memory-defense gate: the first stage of
+// the ingest pipeline and the check behind the HTTP retain endpoint.
+//
+// Memory is long-term. A token pasted into a chat once would otherwise be
+// extracted, embedded and replayed into every future recall, so secrets and
+// selected personal data are removed before anything is chunked or stored.
+//
+// The package has three layers:
+//
+//   - A pattern library (patterns.go): ordered, labelled detectors for
+//     vendor API keys, cloud credentials, private keys, JWTs, credentials
+//     in URLs, generic password/secret assignments and checksum-validated
+//     PII (Luhn for cards, mod-97 for IBANs, SSA rules for SSNs). Email and
+//     phone are opt-in.
+//   - A Scanner (scanner.go): one Aho-Corasick pass over the text finds
+//     every pattern keyword; regexes only run in small windows around the
+//     hits, and a byte loop handles digit-based PII. Clean text therefore
+//     costs one table lookup per byte. Token boundaries are checked in code
+//     (Go's regexp has no lookaround), so a key glued to CJK text matches
+//     exactly and "sk-" inside "task-1234" does not.
+//   - A Policy (policy.go) stored per bank that maps labels and categories
+//     to allow, redact or block, and a Gate (gate.go) that applies it,
+//     counts findings in Prometheus and emits audit records carrying a
+//     salted HMAC fingerprint instead of the value.
+//
+// Redaction replaces the secret span with "[REDACTED:<label>]". For
+// context-anchored secrets (aws_secret_access_key = …, password: …) and for
+// credentials in URLs only the value is replaced: the variable name, user
+// and host stay, because they are useful memory and not secret.
+//
+// Nothing in this package logs, returns in an error, or records a raw
+// finding value.
+package defense
