@@ -1,0 +1,83 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/memstream/memstream/defense"
+)
+
+// PolicyLoader reads a bank's stored defense policy JSON.
+type PolicyLoader interface {
+	BankPolicy(ctx context.Context, bankID string) (json.RawMessage, error)
+}
+
+// CachedPolicies serves bank policies from a short-lived cache so the
+// prepare stage does not query Postgres per record. A policy edit takes
+// effect within TTL.
+type CachedPolicies struct {
+	loader  PolicyLoader
+	base    defense.Policy
+	ttl     time.Duration
+	mu      sync.Mutex
+	entries map[string]cachedPolicy
+}
+
+type cachedPolicy struct {
+	p       defense.Policy
+	expires time.Time
+}
+
+// NewCachedPolicies uses base for banks that have no policy of their own
+// and overlays a bank's stored policy on it.
+func NewCachedPolicies(loader PolicyLoader, base defense.Policy, ttl time.Duration) *CachedPolicies {
+	return &CachedPolicies{loader: loader, base: base, ttl: ttl, entries: map[string]cachedPolicy{}}
+}
+
+// Policy returns the effective policy of a bank.
+func (c *CachedPolicies) Policy(ctx context.Context, bankID string) (defense.Policy, error) {
+	now := time.Now()
+	c.mu.Lock()
+	e, ok := c.entries[bankID]
+	c.mu.Unlock()
+	if ok && now.Before(e.expires) {
+		return e.p, nil
+	}
+	raw, err := c.loader.BankPolicy(ctx, bankID)
+	if err != nil {
+		return c.base, err
+	}
+	p, err := MergePolicy(c.base, raw)
+	if err != nil {
+		return c.base, fmt.Errorf("bank %s: %w", bankID, err)
+	}
+	c.mu.Lock()
+	c.entries[bankID] = cachedPolicy{p: p, expires: now.Add(c.ttl)}
+	c.mu.Unlock()
+	return p, nil
+}
+
+// Invalidate drops a bank's cached policy after an edit.
+func (c *CachedPolicies) Invalidate(bankID string) {
+	c.mu.Lock()
+	delete(c.entries, bankID)
+	c.mu.Unlock()
+}
+
+// MergePolicy overlays a bank's stored policy JSON on the base policy.
+func MergePolicy(base defense.Policy, raw json.RawMessage) (defense.Policy, error) {
+	p := base
+	if len(raw) == 0 || string(raw) == "{}" || string(raw) == "null" {
+		return p, nil
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return base, fmt.Errorf("defense policy: %w", err)
+	}
+	if err := p.Validate(); err != nil {
+		return base, err
+	}
+	return p, nil
+}
