@@ -1,0 +1,566 @@
+package eval
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// generatorVersion is recorded in the manifest; bump it whenever the same
+// seed starts producing different files, so old results are not compared
+// with new data by mistake.
+const generatorVersion = "memstream-eval/v1"
+
+// GenConfig sizes a generated dataset. Zero fields take the defaults of
+// WithDefaults, so a caller can override just the seed of a preset.
+type GenConfig struct {
+	// Seed makes the dataset reproducible: the same config and seed give
+	// byte-identical files.
+	Seed int64
+	// Banks is the number of English banks, each one user with every
+	// LongMemEval question type.
+	Banks int
+	// CrossLingualBanks is the number of additional Chinese banks that hold
+	// the cross-lingual-alias questions.
+	CrossLingualBanks int
+	// SessionsPerBank is the number of chat sessions (events) per bank.
+	SessionsPerBank int
+	// Start is when the first session may begin.
+	Start time.Time
+	// Span is the period the sessions of a bank are spread over. Several
+	// months are needed for "in March"-style temporal questions.
+	Span time.Duration
+	// PerType is the number of questions of each type in an English bank.
+	// Each one uses a different template, so it is at most 4.
+	PerType int
+	// FillerExchanges is the minimum number of small-talk user/assistant
+	// exchanges per session; up to two more are added at random.
+	FillerExchanges int
+}
+
+// Small is the preset for tests and `make demo`: about 60 questions in five
+// banks, small enough to ingest in seconds.
+func Small() GenConfig {
+	return GenConfig{Seed: 1, Banks: 4, CrossLingualBanks: 1, SessionsPerBank: 10, PerType: 2, FillerExchanges: 3}.WithDefaults()
+}
+
+// Full is the preset for reported numbers: several hundred questions in 36
+// banks, enough that one question moves a per-type metric by little.
+func Full() GenConfig {
+	return GenConfig{Seed: 1, Banks: 30, CrossLingualBanks: 6, SessionsPerBank: 16, PerType: 2, FillerExchanges: 5}.WithDefaults()
+}
+
+// WithDefaults fills zero fields.
+func (c GenConfig) WithDefaults() GenConfig {
+	if c.Start.IsZero() {
+		c.Start = time.Date(2026, time.January, 5, 0, 0, 0, 0, time.UTC)
+	}
+	if c.Span == 0 {
+		c.Span = 180 * 24 * time.Hour
+	}
+	if c.SessionsPerBank == 0 {
+		c.SessionsPerBank = 10
+	}
+	if c.PerType == 0 {
+		c.PerType = 2
+	}
+	if c.FillerExchanges == 0 {
+		c.FillerExchanges = 3
+	}
+	return c
+}
+
+func (c GenConfig) validate() error {
+	switch {
+	case c.Banks < 0:
+		return errors.New("eval: GenConfig.Banks must not be negative")
+	case c.CrossLingualBanks < 0:
+		return errors.New("eval: GenConfig.CrossLingualBanks must not be negative")
+	case c.Banks+c.CrossLingualBanks == 0:
+		return errors.New("eval: GenConfig.Banks and CrossLingualBanks are both zero")
+	case c.Banks > 1000 || c.CrossLingualBanks > 1000:
+		return errors.New("eval: GenConfig.Banks must be at most 1000")
+	case c.SessionsPerBank < 6:
+		// Knowledge updates need an early and a late half, multi-session
+		// questions up to four distinct sessions, hard negatives another.
+		return errors.New("eval: GenConfig.SessionsPerBank must be at least 6")
+	case c.PerType < 1 || c.PerType > 4:
+		return errors.New("eval: GenConfig.PerType must be between 1 and 4")
+	case c.Span < time.Duration(c.SessionsPerBank)*48*time.Hour:
+		return errors.New("eval: GenConfig.Span must allow two days per session")
+	case c.FillerExchanges < 0:
+		return errors.New("eval: GenConfig.FillerExchanges must not be negative")
+	}
+	return nil
+}
+
+// Generate builds a dataset. Every bank draws from its own PCG stream
+// derived from the seed, so adding banks does not change existing ones.
+func Generate(cfg GenConfig) (*Dataset, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	d := &Dataset{Manifest: Manifest{
+		Generator: generatorVersion,
+		Seed:      cfg.Seed,
+		Start:     cfg.Start.UTC(),
+		ByType:    map[string]int{},
+	}}
+	add := func(g *bankGen) error {
+		if g.err != nil {
+			return fmt.Errorf("generate bank %s: %w", g.id, g.err)
+		}
+		events, qs := g.finish()
+		d.Events = append(d.Events, events...)
+		d.Questions = append(d.Questions, qs...)
+		d.Manifest.Banks++
+		return nil
+	}
+	for i := range cfg.Banks {
+		g := newBankGen(cfg, fmt.Sprintf("eval-en-%03d", i), uint64(i)<<1, false)
+		g.plantEnglish()
+		if err := add(g); err != nil {
+			return nil, err
+		}
+	}
+	for i := range cfg.CrossLingualBanks {
+		g := newBankGen(cfg, fmt.Sprintf("eval-zh-%03d", i), uint64(i)<<1|1, true)
+		g.plantChinese()
+		if err := add(g); err != nil {
+			return nil, err
+		}
+	}
+	d.Manifest.Sessions = len(d.Events)
+	for _, e := range d.Events {
+		d.Manifest.Turns += len(e.Messages)
+	}
+	d.Manifest.Questions = len(d.Questions)
+	for _, q := range d.Questions {
+		d.Manifest.ByType[q.Type]++
+	}
+	return d, nil
+}
+
+// plant is one exchange inserted into a session. turnIndex is known only
+// after layout, which is why questions hold plants rather than evidence.
+type plant struct {
+	roles     []string
+	texts     []string
+	evidence  int // index into texts of the evidence turn, or -1
+	session   int
+	turnIndex int
+}
+
+type pendingQuestion struct {
+	q      Question
+	plants []*plant
+}
+
+type session struct {
+	start  time.Time
+	plants []*plant
+}
+
+type bankGen struct {
+	cfg       GenConfig
+	id        string
+	zh        bool
+	rng       *rand.Rand
+	user      string
+	sessions  []session
+	used      map[string]bool
+	questions []pendingQuestion
+	err       error
+}
+
+func newBankGen(cfg GenConfig, id string, stream uint64, zh bool) *bankGen {
+	g := &bankGen{
+		cfg:  cfg,
+		id:   id,
+		zh:   zh,
+		rng:  rand.New(rand.NewPCG(uint64(cfg.Seed), stream)),
+		used: map[string]bool{},
+	}
+	if zh {
+		g.user = pick(g.rng, zhUserNames)
+	} else {
+		g.user = pick(g.rng, userNames)
+	}
+	// Sessions get one slot each across the span and start somewhere in
+	// the first half of it, in daytime, so they stay in order and apart.
+	slot := cfg.Span / time.Duration(cfg.SessionsPerBank)
+	slotDays := int(slot / (24 * time.Hour))
+	for i := range cfg.SessionsPerBank {
+		day := i*slotDays + g.rng.IntN(max(1, slotDays/2))
+		start := cfg.Start.UTC().Truncate(24*time.Hour).AddDate(0, 0, day).
+			Add(8*time.Hour + time.Duration(g.rng.IntN(12*60))*time.Minute)
+		g.sessions = append(g.sessions, session{start: start})
+	}
+	return g
+}
+
+func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
+
+// fill replaces {k} placeholders; kv alternates keys and values.
+func fill(format string, kv ...string) string {
+	pairs := make([]string, 0, len(kv))
+	for i := 0; i+1 < len(kv); i += 2 {
+		pairs = append(pairs, "{"+kv[i]+"}", kv[i+1])
+	}
+	return strings.NewReplacer(pairs...).Replace(format)
+}
+
+// splitKey splits a "key|text" pool entry; plain entries are their own key.
+func splitKey(v string) (key, text string) {
+	if k, t, ok := strings.Cut(v, "|"); ok {
+		return k, t
+	}
+	return v, v
+}
+
+// draw takes an unused value from pool. Values are unique per bank, so a
+// hard negative can never repeat the gold answer.
+func (g *bankGen) draw(pool []string) string {
+	free := make([]string, 0, len(pool))
+	for _, v := range pool {
+		k, _ := splitKey(v)
+		if !g.used[strings.ToLower(k)] {
+			free = append(free, v)
+		}
+	}
+	if len(free) == 0 {
+		if g.err == nil {
+			g.err = fmt.Errorf("value pool exhausted (first value %q)", pool[0])
+		}
+		return pool[0]
+	}
+	v := pick(g.rng, free)
+	k, _ := splitKey(v)
+	g.used[strings.ToLower(k)] = true
+	return v
+}
+
+// order returns the indices 0..n-1 shuffled, to pick distinct templates.
+func (g *bankGen) order(n int) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	g.rng.Shuffle(n, func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
+	return idx
+}
+
+// sessionIn picks a session index in [lo, hi) avoiding the given ones, so
+// hard negatives and multi-session parts land in other sessions.
+func (g *bankGen) sessionIn(lo, hi int, avoid ...int) int {
+	var cands []int
+	for i := lo; i < hi; i++ {
+		ok := true
+		for _, a := range avoid {
+			if a == i {
+				ok = false
+			}
+		}
+		if ok {
+			cands = append(cands, i)
+		}
+	}
+	if len(cands) == 0 {
+		return lo
+	}
+	return pick(g.rng, cands)
+}
+
+func (g *bankGen) ack() string {
+	if g.zh {
+		return pick(g.rng, acksZH)
+	}
+	return pick(g.rng, acksEN)
+}
+
+// userSays plants a user statement followed by an acknowledgement.
+func (g *bankGen) userSays(s int, text string, evidence bool) *plant {
+	p := &plant{roles: []string{"user", "assistant"}, texts: []string{text, g.ack()}, evidence: -1, session: s}
+	if evidence {
+		p.evidence = 0
+	}
+	g.sessions[s].plants = append(g.sessions[s].plants, p)
+	return p
+}
+
+// assistantSays plants a user request answered by the assistant.
+func (g *bankGen) assistantSays(s int, req, answer string, evidence bool) *plant {
+	p := &plant{roles: []string{"user", "assistant"}, texts: []string{req, answer}, evidence: -1, session: s}
+	if evidence {
+		p.evidence = 1
+	}
+	g.sessions[s].plants = append(g.sessions[s].plants, p)
+	return p
+}
+
+func (g *bankGen) ask(typ, question string, qt time.Time, gold []string, plants ...*plant) *Question {
+	if gold == nil {
+		gold = []string{}
+	}
+	g.questions = append(g.questions, pendingQuestion{
+		q: Question{
+			ID:             fmt.Sprintf("%s-q%03d", g.id, len(g.questions)),
+			BankID:         g.id,
+			Type:           typ,
+			Question:       question,
+			QueryTimestamp: qt.UTC(),
+			GoldAnswers:    gold,
+			Evidence:       []Evidence{},
+		},
+		plants: plants,
+	})
+	return &g.questions[len(g.questions)-1].q
+}
+
+// end is the default query time: a day after the bank's last session, when
+// everything said is in the past.
+func (g *bankGen) end() time.Time {
+	return g.sessions[len(g.sessions)-1].start.Add(24 * time.Hour).Truncate(time.Hour)
+}
+
+func (g *bankGen) plantEnglish() {
+	n := len(g.sessions)
+	k := g.cfg.PerType
+	other := func() string { return pick(g.rng, otherPeople) }
+
+	for _, ti := range g.order(len(singleSessionUser))[:k] {
+		t := singleSessionUser[ti]
+		v, neg := g.draw(t.pool), g.draw(t.pool)
+		s, i := g.sessionIn(0, n), g.rng.IntN(len(t.say))
+		ev := g.userSays(s, fill(t.say[i], "v", v), true)
+		g.userSays(g.sessionIn(0, n, s), fill(t.neg[i], "v", neg, "p", other()), false)
+		g.ask(TypeSingleSessionUser, pick(g.rng, t.ask), g.end(), []string{v}, ev)
+	}
+	for _, ti := range g.order(len(singleSessionAssistant))[:k] {
+		t := singleSessionAssistant[ti]
+		v, neg := g.draw(t.pool), g.draw(t.pool)
+		s, i := g.sessionIn(0, n), g.rng.IntN(len(t.say))
+		ev := g.assistantSays(s, pick(g.rng, t.req), fill(t.say[i], "v", v), true)
+		g.assistantSays(g.sessionIn(0, n, s), fill(t.negReq[i], "p", other()), fill(t.neg[i], "v", neg), false)
+		g.ask(TypeSingleSessionAssistant, pick(g.rng, t.ask), g.end(), []string{v}, ev)
+	}
+	for _, ti := range g.order(len(singleSessionPreference))[:k] {
+		t := singleSessionPreference[ti]
+		v, neg := g.draw(t.pool), g.draw(t.pool)
+		s, i := g.sessionIn(0, n), g.rng.IntN(len(t.say))
+		ev := g.userSays(s, fill(t.say[i], "v", v), true)
+		g.userSays(g.sessionIn(0, n, s), fill(t.neg[i], "v", neg, "p", other()), false)
+		g.ask(TypeSingleSessionPreference, pick(g.rng, t.ask), g.end(), []string{v}, ev)
+	}
+	for _, ti := range g.order(len(multiSession))[:k] {
+		t := multiSession[ti]
+		parts := 2 + g.rng.IntN(3)
+		var plants []*plant
+		var sessions []int
+		var values []string
+		sayOrder := g.order(len(t.say))
+		for j := range parts {
+			v := g.draw(t.pool)
+			s := g.sessionIn(0, n, sessions...)
+			sessions = append(sessions, s)
+			values = append(values, v)
+			plants = append(plants, g.userSays(s, fill(t.say[sayOrder[j%len(sayOrder)]], "v", v), true))
+		}
+		neg := g.draw(t.pool)
+		g.userSays(g.sessionIn(0, n), fill(t.neg[sayOrder[0]], "v", neg, "p", other()), false)
+		q := g.ask(TypeMultiSession, pick(g.rng, t.ask), g.end(), values, plants...)
+		q.RequireAll = true
+	}
+	for _, ti := range g.order(len(knowledgeUpdate))[:k] {
+		t := knowledgeUpdate[ti]
+		old, cur, neg := g.draw(t.pool), g.draw(t.pool), g.draw(t.pool)
+		g.userSays(g.sessionIn(0, n/2), fill(pick(g.rng, t.say), "v", old), false)
+		i := g.rng.IntN(len(t.update))
+		ev := g.userSays(g.sessionIn(n/2, n), fill(t.update[i], "v", cur), true)
+		g.userSays(g.sessionIn(0, n), fill(t.neg[i], "v", neg, "p", other()), false)
+		q := g.ask(TypeKnowledgeUpdate, pick(g.rng, t.ask), g.end(), []string{cur}, ev)
+		q.OldValue = old
+	}
+	g.plantTemporal(k)
+	for _, ti := range g.order(len(abstentionTemplates))[:k] {
+		t := abstentionTemplates[ti]
+		v := g.draw(t.pool)
+		absent := g.draw(t.absent)
+		g.userSays(g.sessionIn(0, n), fill(pick(g.rng, t.say), "v", v), false)
+		q := g.ask(TypeAbstention, fill(pick(g.rng, t.ask), "a", absent), g.end(), nil)
+		q.Abstention = true
+		q.AbsentTerm = absent
+	}
+}
+
+var numberWords = []string{"", "", "Two", "Three", "Four", "Five"}
+
+// plantTemporal plants k temporal-reasoning questions, each of a different
+// kind. A kind whose timing constraint no session meets is skipped in
+// favour of the next one.
+func (g *bankGen) plantTemporal(k int) {
+	n := len(g.sessions)
+	kinds := g.order(4)
+	planted := 0
+	for _, kind := range kinds {
+		if planted == k {
+			return
+		}
+		switch kind {
+		case 0: // "last Saturday", asked later that week
+			var cands []int
+			for i, s := range g.sessions {
+				if wd := s.start.Weekday(); wd >= time.Monday && wd <= time.Thursday {
+					cands = append(cands, i)
+				}
+			}
+			if len(cands) == 0 {
+				continue
+			}
+			s := pick(g.rng, cands)
+			v, neg := g.draw(saturdayActivities), g.draw(saturdayActivities)
+			say := []string{"Last Saturday I finally went {v}, it was such a good day.", "I went {v} last Saturday and I'm still sore."}
+			ev := g.userSays(s, fill(pick(g.rng, say), "v", v), true)
+			g.userSays(g.sessionIn(0, n, s), fill("Last Saturday {p} went {v} without me.", "v", neg, "p", pick(g.rng, otherPeople)), false)
+			// A day later is still before the next Saturday, so "last
+			// Saturday" names the same day for the asker.
+			asks := []string{"What did I do last Saturday?", "How did I spend last Saturday?"}
+			g.ask(TypeTemporalReasoning, pick(g.rng, asks), g.sessions[s].start.Add(24*time.Hour), []string{v}, ev)
+		case 1: // "back in March", asked at the end
+			var cands []int
+			first := monthIndex(g.sessions[0].start)
+			for i, s := range g.sessions {
+				if monthIndex(s.start) > first {
+					cands = append(cands, i)
+				}
+			}
+			if len(cands) == 0 {
+				continue
+			}
+			s := pick(g.rng, cands)
+			m := first + g.rng.IntN(monthIndex(g.sessions[s].start)-first)
+			month := time.Month(m%12 + 1).String()
+			v, neg := g.draw(monthClasses), g.draw(monthClasses)
+			ev := g.userSays(s, fill("Back in {m} I took a {v} class, and I still use what I learned.", "v", v, "m", month), true)
+			g.userSays(g.sessionIn(0, n, s), fill("{p} wants me to join her {v} class next month.", "v", neg, "p", pick(g.rng, otherPeople)), false)
+			asks := []string{"Which course did I attend in {m}?", "What was I learning in {m}?"}
+			g.ask(TypeTemporalReasoning, fill(pick(g.rng, asks), "m", month), g.end(), []string{v}, ev)
+		case 2: // "three days ago", asked by calendar date
+			s := g.sessionIn(1, n)
+			days := 2 + g.rng.IntN(4)
+			key, phrase := splitKey(g.draw(errands))
+			ev := g.userSays(s, fill("{n} days ago I {v}, glad that's done.", "n", numberWords[days], "v", phrase), true)
+			when := g.sessions[s].start.AddDate(0, 0, -days)
+			asks := []string{"What did I take care of on {d}?", "Which errand did I get done on {d}?"}
+			g.ask(TypeTemporalReasoning, fill(pick(g.rng, asks), "d", when.Format("Monday, January 2")), g.end(), []string{key}, ev)
+		case 3: // "two weeks before the trip"
+			b := g.sessionIn(1, n)
+			a := g.sessionIn(0, b)
+			city := g.draw(tripCities)
+			trip := g.sessions[b].start.AddDate(0, 0, 14)
+			g.userSays(a, fill("Booked the flights, I'm off to {c} on {d}.", "c", city, "d", trip.Format("January 2")), false)
+			key, phrase := splitKey(g.draw(errands))
+			ev := g.userSays(b, fill("Today I {v}, two weeks before the trip to {c}, so that's one less thing to worry about.", "v", phrase, "c", city), true)
+			g.ask(TypeTemporalReasoning, fill("What did I get done a fortnight ahead of my {c} trip?", "c", city), g.end(), []string{key}, ev)
+		}
+		planted++
+	}
+}
+
+func monthIndex(t time.Time) int { return t.Year()*12 + int(t.Month()) - 1 }
+
+func (g *bankGen) plantChinese() {
+	n := len(g.sessions)
+	count := min(3*g.cfg.PerType, len(crossLingual))
+	people := g.order(len(zhPeople))
+	for i, ti := range g.order(len(crossLingual))[:count] {
+		t := crossLingual[ti]
+		who := zhPeople[people[i%len(people)]]
+		negWho := zhPeople[people[(i+1)%len(people)]]
+		zh, en := splitKey(g.draw(t.pool))
+		negZH, _ := splitKey(g.draw(t.pool))
+		evAlias, qAlias := who.nick, who.full
+		if g.rng.IntN(2) == 0 {
+			evAlias, qAlias = who.full, who.nick
+		}
+		question := fill(pick(g.rng, t.askZh), "a", qAlias)
+		if g.rng.IntN(2) == 0 {
+			question = fill(pick(g.rng, t.askEn), "a", who.pinyin)
+		}
+		s := g.sessionIn(0, n)
+		ev := g.userSays(s, fill(pick(g.rng, t.say), "a", evAlias, "v", zh), true)
+		g.userSays(g.sessionIn(0, n, s), fill(pick(g.rng, t.say), "a", pick(g.rng, []string{negWho.nick, negWho.full}), "v", negZH), false)
+		q := g.ask(TypeCrossLingualAlias, question, g.end(), []string{zh, en}, ev)
+		q.EntityAliases = []string{who.full, who.pinyin, who.nick}
+	}
+}
+
+// finish lays out every session, interleaving plants with filler, and
+// resolves the evidence of each question to (session id, turn index).
+func (g *bankGen) finish() ([]Event, []Question) {
+	lang, assistant, fillers := "en", "Assistant", fillerEN
+	if g.zh {
+		lang, assistant, fillers = "zh", "助手", fillerZH
+	}
+	events := make([]Event, 0, len(g.sessions))
+	for i, s := range g.sessions {
+		sid := fmt.Sprintf("%s-s%02d", g.id, i)
+		nf := g.cfg.FillerExchanges + g.rng.IntN(3)
+		exchanges := make([]*plant, 0, nf+len(s.plants))
+		for _, fi := range g.order(len(fillers))[:min(nf, len(fillers))] {
+			f := fillers[fi]
+			exchanges = append(exchanges, &plant{
+				roles:    []string{"user", "assistant"},
+				texts:    []string{g.fillSlots(f[0]), g.fillSlots(f[1])},
+				evidence: -1,
+			})
+		}
+		for _, p := range s.plants {
+			at := g.rng.IntN(len(exchanges) + 1)
+			exchanges = append(exchanges[:at], append([]*plant{p}, exchanges[at:]...)...)
+		}
+		ev := Event{
+			BankID:     g.id,
+			EventID:    "eval:" + sid,
+			DocumentID: sid,
+			Tags:       []string{"eval", "lang:" + lang},
+			Metadata:   map[string]string{"session_id": sid, "session_index": strconv.Itoa(i)},
+		}
+		ts := s.start
+		for _, ex := range exchanges {
+			for j, text := range ex.texts {
+				if j == ex.evidence {
+					ex.turnIndex = len(ev.Messages)
+				}
+				name := g.user
+				if ex.roles[j] != "user" {
+					name = assistant
+				}
+				ev.Messages = append(ev.Messages, Message{Role: ex.roles[j], Name: name, Content: text, Timestamp: ts})
+				ts = ts.Add(time.Duration(20+g.rng.IntN(160)) * time.Second)
+			}
+		}
+		events = append(events, ev)
+	}
+	qs := make([]Question, 0, len(g.questions))
+	for _, pq := range g.questions {
+		q := pq.q
+		for _, p := range pq.plants {
+			q.Evidence = append(q.Evidence, Evidence{SessionID: fmt.Sprintf("%s-s%02d", g.id, p.session), TurnIndex: p.turnIndex})
+		}
+		qs = append(qs, q)
+	}
+	return events, qs
+}
+
+func (g *bankGen) fillSlots(s string) string {
+	return fill(s,
+		"w", pick(g.rng, fillerWeather),
+		"t", pick(g.rng, fillerTasks),
+		"f", pick(g.rng, fillerFood),
+		"s", pick(g.rng, fillerShows))
+}
