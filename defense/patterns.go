@@ -87,13 +87,15 @@ func ctx(label, cat, expr string, kws ...string) Pattern {
 		rightBound: true, validate: notLowEntropy}
 }
 
-func (p Pattern) cs() Pattern                           { p.caseSensitive = true; return p }
-func (p Pattern) tailBytes(s string) Pattern            { p.tail = s; return p }
-func (p Pattern) check(f func(string) bool) Pattern     { p.validate = f; return p }
-func (p Pattern) window(before, maxLen int) Pattern     { p.before, p.maxLen = before, maxLen; return p }
-func (p Pattern) submatch(g int) Pattern                { p.group = g; return p }
-func (p Pattern) bounds(left, right bool) Pattern       { p.leftBound, p.rightBound = left, right; return p }
-func special(label, cat string, kind patternKind) Pattern { return Pattern{Label: label, Category: cat, kind: kind} }
+func (p Pattern) cs() Pattern                       { p.caseSensitive = true; return p }
+func (p Pattern) tailBytes(s string) Pattern        { p.tail = s; return p }
+func (p Pattern) check(f func(string) bool) Pattern { p.validate = f; return p }
+func (p Pattern) window(before, maxLen int) Pattern { p.before, p.maxLen = before, maxLen; return p }
+func (p Pattern) submatch(g int) Pattern            { p.group = g; return p }
+func (p Pattern) bounds(left, right bool) Pattern   { p.leftBound, p.rightBound = left, right; return p }
+func special(label, cat string, kind patternKind) Pattern {
+	return Pattern{Label: label, Category: cat, kind: kind}
+}
 
 // Shared value syntaxes. Context values are restricted to ASCII so a value
 // never swallows the CJK text that follows it without a space.
@@ -106,8 +108,8 @@ const (
 
 func urlPassword(label, scheme string, kws ...string) Pattern {
 	return Pattern{Label: label, Category: CategoryCredentialURL, Keywords: kws,
-		expr:   `(?i)` + scheme + `://` + urlUserinfo + `*:(` + urlUserinfo + `{1,256})@`,
-		group:  1, maxLen: 600, leftBound: true, validate: notPlaceholder}
+		expr:  `(?i)` + scheme + `://` + urlUserinfo + `*:(` + urlUserinfo + `{1,256})@`,
+		group: 1, maxLen: 600, leftBound: true, validate: notPlaceholder}
 }
 
 // patternList is the ordered library: most specific first, because on

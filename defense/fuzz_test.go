@@ -1,0 +1,85 @@
+package defense
+
+import (
+	"math/rand/v2"
+	"testing"
+	"unicode/utf8"
+)
+
+// checkSpans asserts the Scan contract every consumer relies on: findings
+// sorted, in range, non-overlapping and cut on UTF-8 boundaries.
+func checkSpans(t *testing.T, text string, fs []Finding) {
+	t.Helper()
+	prevEnd := 0
+	for i, f := range fs {
+		if f.Start < 0 || f.End > len(text) || f.Start >= f.End {
+			t.Fatalf("finding %d %+v out of range (len %d)", i, f, len(text))
+		}
+		if f.Start < prevEnd {
+			t.Fatalf("finding %d %+v overlaps or is unsorted (previous end %d)", i, f, prevEnd)
+		}
+		if !utf8.RuneStart(text[f.Start]) || (f.End < len(text) && !utf8.RuneStart(text[f.End])) {
+			t.Fatalf("finding %d %+v not on a UTF-8 boundary in %q", i, f, text)
+		}
+		if f.Label == "" || f.Category == "" {
+			t.Fatalf("finding %d has no label/category", i)
+		}
+		prevEnd = f.End
+	}
+}
+
+func FuzzScan(f *testing.F) {
+	r := rand.New(rand.NewPCG(7, 7))
+	for _, p := range Patterns() {
+		smp, _ := sampleFor(r, p.Label)
+		f.Add(smp.text())
+		f.Add("我的key是" + smp.text() + "谢谢")
+	}
+	for _, s := range []string{"", "sk-", "-----BEGIN PRIVATE KEY-----", "password=", "4111 1111 1111 1111 1111 1111",
+		"DE89 3704", "eyJ.eyJ.", "\xff\xfesk-ant-\x80", "postgres://:@", "GB82WEST1234569876543\xe4"} {
+		f.Add(s)
+	}
+	s, err := NewScanner(ScannerConfig{EnableEmail: true, EnablePhone: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		fs := s.Scan(text)
+		checkSpans(t, text, fs)
+		res, err := s.Apply(text, DefaultPolicy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fs) == 0 && res.Text != text {
+			t.Fatalf("text changed without findings")
+		}
+	})
+}
+
+// TestScanDenseSpans runs the span contract over a long generated text with
+// many secrets, so overlap resolution is exercised beyond the fuzz seeds.
+func TestScanDenseSpans(t *testing.T) {
+	t.Parallel()
+	s := newTestScanner(t, ScannerConfig{EnableEmail: true, EnablePhone: true})
+	text, planted := genCorpus(rand.New(rand.NewPCG(3, 4)), 1<<18, true)
+	fs := s.Scan(text)
+	checkSpans(t, text, fs)
+	got := map[[2]int]string{}
+	for _, f := range fs {
+		got[[2]int{f.Start, f.End}] = f.Label
+	}
+	var missed []string
+	for _, p := range planted {
+		if got[[2]int{p.start, p.end}] != p.label {
+			missed = append(missed, p.label)
+		}
+	}
+	if len(missed) > 0 {
+		t.Fatalf("%d of %d planted secrets missed: %v", len(missed), len(planted), missed[:min(10, len(missed))])
+	}
+	if clean, _ := genCorpus(rand.New(rand.NewPCG(5, 6)), 1<<18, false); len(s.Scan(clean)) != 0 {
+		for _, f := range s.Scan(clean)[:1] {
+			t.Fatalf("false positive in clean corpus: %s %q", f.Label, clean[max(0, f.Start-40):min(len(clean), f.End+40)])
+		}
+	}
+}
