@@ -143,6 +143,7 @@ type feature struct {
 // scratch holds the per-call buffers, reused through a sync.Pool so that
 // steady-state embedding allocates nothing per token.
 type scratch struct {
+	it     norm.Iter
 	nfkc   []byte
 	word   []byte
 	padded []byte
@@ -163,7 +164,13 @@ func (s *scratch) embed(text string, v []float32) {
 		// katakana to full-width, and ligatures and compatibility forms to
 		// their plain letters, so visually equal text hashes equally.
 		if !norm.NFKC.IsNormalString(text) {
-			s.nfkc = norm.NFKC.AppendString(s.nfkc[:0], text)
+			// A reused Iter keeps its buffers, unlike AppendString,
+			// which allocates on every call.
+			s.nfkc = s.nfkc[:0]
+			s.it.InitString(norm.NFKC, text)
+			for !s.it.Done() {
+				s.nfkc = append(s.nfkc, s.it.Next()...)
+			}
 			s.tokenize(s.nfkc)
 		} else {
 			s.tokenizeString(text)

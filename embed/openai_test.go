@@ -17,6 +17,7 @@ type fakeEmbeddings struct {
 	mu       sync.Mutex
 	dim      int
 	fail     []int // statuses to return, one per request, before succeeding
+	stall    int   // requests to leave unanswered until the client gives up
 	requests [][]string
 }
 
@@ -39,7 +40,15 @@ func (f *fakeEmbeddings) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(f.fail) > 0 {
 		status, f.fail = f.fail[0], f.fail[1:]
 	}
+	stall := f.stall > 0
+	if stall {
+		f.stall--
+	}
 	f.mu.Unlock()
+	if stall {
+		<-r.Context().Done()
+		return
+	}
 	if status != 0 {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -68,6 +77,11 @@ func (f *fakeEmbeddings) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func newFakeOpenAI(t *testing.T, f *fakeEmbeddings, dim, batch int) *OpenAI {
 	t.Helper()
+	return newFakeOpenAITimeout(t, f, dim, batch, 0)
+}
+
+func newFakeOpenAITimeout(t *testing.T, f *fakeEmbeddings, dim, batch int, timeout time.Duration) *OpenAI {
+	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	o, err := NewOpenAI(OpenAIConfig{
@@ -79,6 +93,7 @@ func newFakeOpenAI(t *testing.T, f *fakeEmbeddings, dim, batch int) *OpenAI {
 		MaxRetries:     3,
 		InitialBackoff: time.Millisecond,
 		MaxBackoff:     5 * time.Millisecond,
+		RequestTimeout: timeout,
 		HTTPClient:     srv.Client(),
 	})
 	if err != nil {
@@ -122,6 +137,18 @@ func TestOpenAIRetry(t *testing.T) {
 	}
 	if len(f.requests) != 3 {
 		t.Errorf("requests = %d, want 3 (500, 429, success)", len(f.requests))
+	}
+}
+
+func TestOpenAIRetryOnTimeout(t *testing.T) {
+	t.Parallel()
+	f := &fakeEmbeddings{dim: 3, stall: 1}
+	o := newFakeOpenAITimeout(t, f, 3, 10, 100*time.Millisecond)
+	if _, err := o.Embed(context.Background(), []string{"x"}); err != nil {
+		t.Fatalf("want success after a timed-out attempt, got %v", err)
+	}
+	if len(f.requests) != 2 {
+		t.Errorf("requests = %d, want 2", len(f.requests))
 	}
 }
 
