@@ -9,21 +9,20 @@ import (
 // secret" without listing each vendor. They are part of the policy contract
 // (stored as JSONB), so renaming one is a breaking change.
 const (
-	CategoryAI             = "ai"
-	CategoryCloud          = "cloud"
-	CategorySourceControl  = "source_control"
-	CategoryPayment        = "payment"
-	CategoryCommunication  = "communication"
-	CategorySaaS           = "saas"
-	CategoryCredentialURL  = "credential_url"
-	CategoryGeneric        = "generic_credential"
-	CategoryPrivateKey     = "private_key"
-	CategoryJWT            = "jwt"
-	CategoryPII            = "pii"
-	CategoryEmail          = "email"
-	CategoryPhone          = "phone"
-	defaultPatternMaxLen   = 512
-	defaultContextLookback = 32
+	CategoryAI            = "ai"
+	CategoryCloud         = "cloud"
+	CategorySourceControl = "source_control"
+	CategoryPayment       = "payment"
+	CategoryCommunication = "communication"
+	CategorySaaS          = "saas"
+	CategoryCredentialURL = "credential_url"
+	CategoryGeneric       = "generic_credential"
+	CategoryPrivateKey    = "private_key"
+	CategoryJWT           = "jwt"
+	CategoryPII           = "pii"
+	CategoryEmail         = "email"
+	CategoryPhone         = "phone"
+	defaultPatternMaxLen  = 512
 )
 
 type patternKind uint8
@@ -61,9 +60,10 @@ type Pattern struct {
 	caseSensitive bool
 	expr          string
 	re            *regexp.Regexp
-	group         int // submatch reported as the finding; 0 = whole match
-	before        int // how far before a keyword hit the match may start
-	maxLen        int // longest match; bounds the regex window
+	anchored      *regexp.Regexp // "^(?:expr)", used when the match starts at the keyword
+	group         int            // submatch reported as the finding; 0 = whole match
+	before        int            // how far before a keyword hit the match may start; 0 = match starts at the keyword
+	maxLen        int            // longest match; bounds the regex window
 	leftBound     bool
 	rightBound    bool
 	tail          string // bytes besides [A-Za-z0-9_] that continue the token
@@ -83,7 +83,7 @@ func tok(label, cat, expr string, kws ...string) Pattern {
 // after redaction.
 func ctx(label, cat, expr string, kws ...string) Pattern {
 	return Pattern{Label: label, Category: cat, Keywords: kws, expr: expr,
-		group: 1, before: defaultContextLookback, maxLen: defaultPatternMaxLen,
+		group: 1, maxLen: defaultPatternMaxLen,
 		rightBound: true, validate: notLowEntropy}
 }
 
@@ -124,7 +124,7 @@ func patternList() []Pattern {
 		tok("openai_project_key", CategoryAI, `sk-proj-`+b64url+`{20,300}`, "sk-proj-").tailBytes("-"),
 		tok("openai_admin_key", CategoryAI, `sk-admin-`+b64url+`{20,300}`, "sk-admin-").tailBytes("-"),
 		tok("openai_service_account_key", CategoryAI, `sk-svcacct-`+b64url+`{20,300}`, "sk-svcacct-").tailBytes("-"),
-		tok("openai_legacy_key", CategoryAI, `sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}`, "T3BlbkFJ").cs().window(23, 64),
+		tok("openai_legacy_key", CategoryAI, `sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}`, "sk-").window(0, 64),
 		tok("openai_api_key", CategoryAI, `sk-`+b64url+`{32,200}`, "sk-").tailBytes("-").check(mixedToken),
 		tok("google_api_key", CategoryAI, `AIza`+b64url+`{35}`, "AIza").cs().tailBytes("-"),
 		tok("google_oauth_access_token", CategoryAI, `ya29\.`+b64url+`{20,}`, "ya29.").tailBytes("-").window(0, 4096),
@@ -210,9 +210,10 @@ func patternList() []Pattern {
 		tok("slack_token", CategoryCommunication, `(?:xox[aeors]-(?:[0-9]{1,14}-)?[A-Za-z0-9-]{20,200}|xoxe\.xox[bp]-[0-9]-[A-Za-z0-9]{100,300})`,
 			"xoxa-", "xoxe-", "xoxo-", "xoxr-", "xoxs-", "xoxe.").tailBytes("-"),
 		tok("slack_webhook_url", CategoryCommunication, `https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{20,200}`,
-			"hooks.slack.com/").window(8, 256).tailBytes("+/-"),
+			"https://hooks.slack.com/").window(0, 256).tailBytes("+/-"),
 		tok("discord_webhook_url", CategoryCommunication, `https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/`+b64url+`{60,100}`,
-			"/api/webhooks/").window(40, 200).tailBytes("-"),
+			"https://discord.com/api/webhooks/", "https://discordapp.com/api/webhooks/",
+			"https://ptb.discord.com/api/webhooks/", "https://canary.discord.com/api/webhooks/").window(0, 200).tailBytes("-"),
 		ctx("discord_bot_token", CategoryCommunication,
 			`(?i)discord`+ctxName+`token`+assign+`(?:Bot )?([MNO]`+b64url+`{23,27}\.`+b64url+`{6}\.`+b64url+`{27,40})`,
 			"discord").window(0, 160).tailBytes("-"),
@@ -237,7 +238,8 @@ func patternList() []Pattern {
 		urlPassword("mongodb_url_password", `mongodb(?:\+srv)?`, "mongodb://", "mongodb+srv://"),
 		urlPassword("redis_url_password", `rediss?`, "redis://", "rediss://"),
 		urlPassword("amqp_url_password", `amqps?`, "amqp://", "amqps://"),
-		urlPassword("url_basic_auth_password", `(?:https?|ftps?|sftp|smtps?|ldaps?|ssh)`, "://").window(8, 600),
+		urlPassword("url_basic_auth_password", `(?:https?|ftps?|sftp|smtps?|ldaps?|ssh)`,
+			"http://", "https://", "ftp://", "ftps://", "sftp://", "smtp://", "smtps://", "ldap://", "ldaps://", "ssh://"),
 
 		// --- Keys ------------------------------------------------------------
 		tok("private_key_block", CategoryPrivateKey,
@@ -253,8 +255,10 @@ func patternList() []Pattern {
 		ctx("password_assignment", CategoryGeneric,
 			`(?i)(?:password|passwd|pwd)`+assign+`([A-Za-z0-9!#$%&*+\-./:=?@^_|~()\[\]{}]{8,128})`,
 			"password", "passwd", "pwd").check(genericSecret),
+		// The match starts at the keyword, so "client_secret" and
+		// "access_token" are covered by "secret" and "token".
 		ctx("secret_assignment", CategoryGeneric,
-			`(?i)(?:api[_-]?key|api[_-]?secret|secret[_-]?key|client[_-]?secret|app[_-]?secret|access[_-]?token|auth[_-]?token|private[_-]?token|secret|token)`+assign+`([A-Za-z0-9+/=_.~-]{8,256})`,
+			`(?i)(?:secret|token|api[_-]?key)(?:[_-]?key)?`+assign+`([A-Za-z0-9+/=_.~-]{8,256})`,
 			"secret", "token", "api_key", "apikey", "api-key").check(genericKeyValue),
 
 		// --- PII ---------------------------------------------------------------
@@ -282,6 +286,7 @@ var compiledPatterns = sync.OnceValue(func() []Pattern {
 	for i := range ps {
 		if ps[i].expr != "" {
 			ps[i].re = regexp.MustCompile(ps[i].expr)
+			ps[i].anchored = regexp.MustCompile(`^(?:` + ps[i].expr + `)`)
 		}
 	}
 	return ps

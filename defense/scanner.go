@@ -138,6 +138,10 @@ func (s *Scanner) scan(text string, email, phone bool) []Finding {
 				continue
 			}
 			p := &s.patterns[ref.pat]
+			if p.before == 0 {
+				sc.cands = s.matchAt(text, ref.pat, h.start, sc.cands)
+				continue
+			}
 			w := window{start: max(0, h.start-p.before), end: min(n, h.start+p.maxLen)}
 			if len(sc.windows[ref.pat]) == 0 {
 				sc.touched = append(sc.touched, ref.pat)
@@ -178,30 +182,54 @@ func mergeWindows(ws []window) []window {
 	return out
 }
 
+// matchAt runs a pattern whose match starts at the keyword as an anchored
+// regex at that offset. Most hits in clean text ("task-1234", "token
+// budget") fail the left boundary or the first few regex steps, so a hit
+// costs well under a microsecond.
+func (s *Scanner) matchAt(text string, pi, at int, out []candidate) []candidate {
+	p := &s.patterns[pi]
+	if p.leftBound && at > 0 && text[at-1] != '=' && p.continues(text[at-1]) {
+		return out
+	}
+	m := p.anchored.FindStringSubmatchIndex(text[at:min(len(text), at+p.maxLen)])
+	if m == nil {
+		return out
+	}
+	return s.accept(text, pi, at, m, out)
+}
+
+// accept applies the boundary checks and the validator to one regex match
+// (indices relative to base) and records it as a candidate.
+func (s *Scanner) accept(text string, pi, base int, m []int, out []candidate) []candidate {
+	p := &s.patterns[pi]
+	if m[2*p.group] < 0 {
+		return out
+	}
+	ms, me := base+m[0], base+m[1]
+	gs, ge := base+m[2*p.group], base+m[2*p.group+1]
+	if gs == ge {
+		return out
+	}
+	// Boundary checks live here because Go's regexp has no lookaround;
+	// they use the full text, not the window. '=' only ever continues a
+	// token on the right (base64 padding); on the left it is an assignment.
+	if p.leftBound && ms > 0 && text[ms-1] != '=' && p.continues(text[ms-1]) {
+		return out
+	}
+	if p.rightBound && me < len(text) && p.continues(text[me]) {
+		return out
+	}
+	if p.validate != nil && !p.validate(text[gs:ge]) {
+		return out
+	}
+	return append(out, candidate{start: gs, end: ge, pat: pi})
+}
+
 func (s *Scanner) runPattern(text string, pi int, ws []window, out []candidate) []candidate {
 	p := &s.patterns[pi]
 	for _, w := range ws {
-		sub := text[w.start:w.end]
-		for _, m := range p.re.FindAllStringSubmatchIndex(sub, -1) {
-			ms, me := w.start+m[0], w.start+m[1]
-			gs, ge := w.start+m[2*p.group], w.start+m[2*p.group+1]
-			if m[2*p.group] < 0 || gs == ge {
-				continue
-			}
-			// Boundary checks live here because Go's regexp has no
-			// lookaround; they use the full text, not the window.
-			// '=' only ever continues a token on the right (base64
-			// padding); on the left it is an assignment.
-			if p.leftBound && ms > 0 && text[ms-1] != '=' && p.continues(text[ms-1]) {
-				continue
-			}
-			if p.rightBound && me < len(text) && p.continues(text[me]) {
-				continue
-			}
-			if p.validate != nil && !p.validate(text[gs:ge]) {
-				continue
-			}
-			out = append(out, candidate{start: gs, end: ge, pat: pi})
+		for _, m := range p.re.FindAllStringSubmatchIndex(text[w.start:w.end], -1) {
+			out = s.accept(text, pi, w.start, m, out)
 		}
 	}
 	return out
