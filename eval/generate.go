@@ -426,6 +426,17 @@ func (g *bankGen) plantTemporal(k int) {
 			say := []string{"Last Saturday I finally went {v}, it was such a good day.", "I went {v} last Saturday and I'm still sore."}
 			ev := g.userSays(s, fill(pick(g.rng, say), "v", v), true)
 			g.userSays(g.sessionIn(0, n, s), fill("Last Saturday {p} went {v} without me.", "v", neg, "p", pick(g.rng, otherPeople)), false)
+			// The hardest distractor is the user's own "last Saturday" from
+			// another week: only the query time tells them apart.
+			var otherWeeks []int
+			for i, o := range g.sessions {
+				if !saturdayBefore(o.start).Equal(saturdayBefore(g.sessions[s].start)) {
+					otherWeeks = append(otherWeeks, i)
+				}
+			}
+			if len(otherWeeks) > 0 {
+				g.userSays(pick(g.rng, otherWeeks), fill("Last Saturday I went {v}, never again.", "v", g.draw(saturdayActivities)), false)
+			}
 			// A day later is still before the next Saturday, so "last
 			// Saturday" names the same day for the asker.
 			asks := []string{"What did I do last Saturday?", "How did I spend last Saturday?"}
@@ -455,6 +466,11 @@ func (g *bankGen) plantTemporal(k int) {
 			key, phrase := splitKey(g.draw(errands))
 			ev := g.userSays(s, fill("{n} days ago I {v}, glad that's done.", "n", numberWords[days], "v", phrase), true)
 			when := g.sessions[s].start.AddDate(0, 0, -days)
+			// Another errand on another day, phrased the same way, so that
+			// only date arithmetic picks the right one.
+			o := g.sessionIn(1, n, s)
+			_, other := splitKey(g.draw(errands))
+			g.userSays(o, fill("{n} days ago I {v}, finally.", "n", numberWords[2+g.rng.IntN(4)], "v", other), false)
 			asks := []string{"What did I take care of on {d}?", "Which errand did I get done on {d}?"}
 			g.ask(TypeTemporalReasoning, fill(pick(g.rng, asks), "d", when.Format("Monday, January 2")), g.end(), []string{key}, ev)
 		case 3: // "two weeks before the trip"
@@ -469,6 +485,17 @@ func (g *bankGen) plantTemporal(k int) {
 		}
 		planted++
 	}
+}
+
+// saturdayBefore is the day "last Saturday" names when said at t: the most
+// recent Saturday strictly before t's day.
+func saturdayBefore(t time.Time) time.Time {
+	day := t.UTC().Truncate(24 * time.Hour)
+	back := (int(day.Weekday()) - int(time.Saturday) + 7) % 7
+	if back == 0 {
+		back = 7
+	}
+	return day.AddDate(0, 0, -back)
 }
 
 func monthIndex(t time.Time) int { return t.Year()*12 + int(t.Month()) - 1 }

@@ -231,7 +231,7 @@ var knowledgeUpdate = []factTemplate{{
 // the words. Phrase pools are "key|phrase": the key is the gold answer and
 // the phrase is what the user says.
 var (
-	saturdayActivities = []string{"kayaking", "rock climbing", "horseback riding", "paddleboarding", "ice skating", "archery"}
+	saturdayActivities = []string{"kayaking", "rock climbing", "horseback riding", "paddleboarding", "ice skating", "bouldering"}
 	monthClasses       = []string{"pottery", "woodworking", "salsa dancing", "sushi-making", "watercolor", "glassblowing"}
 	errands            = []string{"passport|renewed my passport", "flu shot|got my flu shot", "taxes|filed my taxes", "dentist|went to the dentist", "blood|donated blood", "library card|renewed my library card"}
 	tripCities         = []string{"Reykjavik", "Marrakesh", "Kyoto", "Cartagena", "Tbilisi", "Hanoi"}
