@@ -52,7 +52,9 @@ func words(s string) []string {
 	return out
 }
 
-func hasHan(s string) bool { return strings.IndexFunc(s, func(r rune) bool { return unicode.Is(unicode.Han, r) }) >= 0 }
+func hasHan(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return unicode.Is(unicode.Han, r) }) >= 0
+}
 
 func (k keywordRecaller) Recall(_ context.Context, bank, query string, _ time.Time) ([]Retrieved, time.Duration, error) {
 	q := words(query)
