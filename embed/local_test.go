@@ -228,3 +228,25 @@ func BenchmarkLocalEmbed(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*len(texts))/b.Elapsed().Seconds(), "texts/s")
 }
+
+// FuzzLocal checks that any input, valid UTF-8 or not, gives a finite unit
+// vector.
+func FuzzLocal(f *testing.F) {
+	for _, s := range []string{"", "hello", "我搬到上海了", "안녕하세요 반갑습니다", "สวัสดีครับ", "🙂🙂 ok", "\xff\xfe", "ﬁ ligature Ⅻ"} {
+		f.Add(s)
+	}
+	l := newLocal(f, 64)
+	f.Fuzz(func(t *testing.T, s string) {
+		v := embedOne(t, l, s)
+		var ss float64
+		for _, x := range v {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				t.Fatalf("%q: non-finite component", s)
+			}
+			ss += float64(x) * float64(x)
+		}
+		if math.Abs(ss-1) > 1e-4 {
+			t.Fatalf("%q: squared norm %v", s, ss)
+		}
+	})
+}

@@ -260,3 +260,26 @@ func TestGroupAliases(t *testing.T) {
 		}
 	}
 }
+
+// FuzzResolve checks that arbitrary names never panic, that Trigram stays in
+// [0, 1] and is symmetric, and that a name always resolves to itself.
+func FuzzResolve(f *testing.F) {
+	for _, s := range []string{"张伟", "老张", "Mr. Zhang", "ＡＬＩＣＥ", "O'Brien", "\xff", "欧阳", "小", "Dr."} {
+		f.Add(s, "Zhang Wei")
+	}
+	r, err := New(Config{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		_ = Keys(a)
+		_ = GroupAliases([]Mention{{Name: a}, {Name: b}})
+		if x, y := Trigram(a, b), Trigram(b, a); x != y || x < 0 || x > 1 {
+			t.Fatalf("Trigram(%q, %q) = %v, reverse %v", a, b, x, y)
+		}
+		m, ok := r.Resolve(Mention{Name: a}, []Candidate{{ID: 1, Name: a}})
+		if Normalize(a) != "" && (!ok || m.ID != 1) {
+			t.Fatalf("%q does not resolve to itself: %+v %v", a, m, ok)
+		}
+	})
+}
