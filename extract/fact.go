@@ -1,0 +1,148 @@
+package extract
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/memstream/memstream/chunk"
+)
+
+// Fact types. An experience is something the speaker (or the assistant) did
+// or went through; a world fact is about anything else. Recall weighs and
+// filters them separately, following Hindsight's two-way split.
+const (
+	World      = "world"
+	Experience = "experience"
+)
+
+// Entity kinds.
+const (
+	KindPerson = "person"
+	KindPlace  = "place"
+	KindOrg    = "org"
+	KindHandle = "handle"
+	KindTitle  = "title"
+	KindOther  = "other"
+)
+
+// Causal relations, as stored in memory_links.link_type.
+const (
+	Causes   = "causes"
+	CausedBy = "caused_by"
+	Enables  = "enables"
+	Prevents = "prevents"
+)
+
+// Entity is a name mentioned by a fact. The resolver maps it to a canonical
+// entity per bank; the extractor only reports the surface form.
+type Entity struct {
+	Name string `json:"name"`
+	// Kind is person, place, org, handle, title or other.
+	Kind string `json:"kind"`
+}
+
+// Causal links a fact to another fact of the same chunk.
+type Causal struct {
+	// TargetIndex is the index of the other fact in the chunk's []Fact.
+	TargetIndex int `json:"target_index"`
+	// Relation is causes, caused_by, enables or prevents, read as
+	// "this fact <relation> the target".
+	Relation string `json:"relation"`
+}
+
+// Fact is one extracted memory unit, before entity resolution and
+// persistence.
+type Fact struct {
+	// Text is a self-contained statement that keeps the speaker's words.
+	Text string `json:"text"`
+	// FactType is world or experience.
+	FactType string   `json:"fact_type"`
+	Entities []Entity `json:"entities,omitempty"`
+	Causal   []Causal `json:"causal,omitempty"`
+	// OccurredStart and OccurredEnd bound when the fact happened, if the
+	// text says so; End is exclusive. Both are set or neither.
+	OccurredStart *time.Time `json:"occurred_start,omitempty"`
+	OccurredEnd   *time.Time `json:"occurred_end,omitempty"`
+	// MentionedAt is when it was said: the message timestamp, always.
+	MentionedAt time.Time `json:"mentioned_at"`
+	// Context and Tags are copied from the event; tags scope recall.
+	Context string   `json:"context,omitempty"`
+	Tags    []string `json:"tags,omitempty"`
+	// MessageIndex is the index of the message of the event it came from,
+	// part of the fact's idempotency key.
+	MessageIndex int `json:"message_index"`
+}
+
+// Input is one chunk to extract from.
+type Input struct {
+	// Parts are the chunk's message pieces, each with its speaker and time.
+	Parts []chunk.Part
+	// Context and Tags are copied onto every fact.
+	Context string
+	Tags    []string
+}
+
+var (
+	validKinds     = map[string]bool{KindPerson: true, KindPlace: true, KindOrg: true, KindHandle: true, KindTitle: true, KindOther: true}
+	validRelations = map[string]bool{Causes: true, CausedBy: true, Enables: true, Prevents: true}
+)
+
+// Validate checks the fields a single fact must satisfy before it is
+// persisted: any provider, offline or LLM, goes through it, so a malformed
+// LLM answer is caught here and not in the database. Causal targets are
+// checked against their chunk by ValidateChunk.
+func (f Fact) Validate() error {
+	if strings.TrimSpace(f.Text) == "" {
+		return errors.New("fact: empty text")
+	}
+	if f.FactType != World && f.FactType != Experience {
+		return fmt.Errorf("fact: fact_type %q is not world or experience", f.FactType)
+	}
+	if f.MentionedAt.IsZero() {
+		return errors.New("fact: mentioned_at is not set")
+	}
+	if (f.OccurredStart == nil) != (f.OccurredEnd == nil) {
+		return errors.New("fact: occurred_start and occurred_end must both be set or both be empty")
+	}
+	if f.OccurredStart != nil && !f.OccurredStart.Before(*f.OccurredEnd) {
+		return fmt.Errorf("fact: occurred_start %s is not before occurred_end %s", f.OccurredStart, f.OccurredEnd)
+	}
+	if f.MessageIndex < 0 {
+		return fmt.Errorf("fact: message_index %d is negative", f.MessageIndex)
+	}
+	for _, e := range f.Entities {
+		if strings.TrimSpace(e.Name) == "" {
+			return errors.New("fact: entity with empty name")
+		}
+		if !validKinds[e.Kind] {
+			return fmt.Errorf("fact: entity %q has unknown kind %q", e.Name, e.Kind)
+		}
+	}
+	for _, c := range f.Causal {
+		if !validRelations[c.Relation] {
+			return fmt.Errorf("fact: unknown causal relation %q", c.Relation)
+		}
+		if c.TargetIndex < 0 {
+			return fmt.Errorf("fact: causal target %d is negative", c.TargetIndex)
+		}
+	}
+	return nil
+}
+
+// ValidateChunk validates each fact of one chunk and checks that causal
+// links point at another fact of the same chunk.
+func ValidateChunk(facts []Fact) error {
+	for i, f := range facts {
+		if err := f.Validate(); err != nil {
+			return fmt.Errorf("fact %d: %w", i, err)
+		}
+		for _, c := range f.Causal {
+			if c.TargetIndex >= len(facts) || c.TargetIndex == i {
+				return fmt.Errorf("fact %d: causal target %d is not another fact of the chunk (%d facts)", i, c.TargetIndex, len(facts))
+			}
+		}
+	}
+	return nil
+}
