@@ -229,7 +229,9 @@ func matchChinese(s string, ref time.Time) (st, en time.Time, g string, n int, o
 	if !ok {
 		return st, en, "", 0, false
 	}
-	if unit, u := cnCountUnit(s[k:]); u > 0 && num > 0 && num <= maxCount {
+	// 2026年前 is "before 2026", not 2026 years ago: a four-digit count of
+	// years is a year.
+	if unit, u := cnCountUnit(s[k:]); u > 0 && num > 0 && num <= maxCount && !(k == 4 && unit == Year) {
 		rest := s[k+u:]
 		for _, d := range []struct {
 			lit  string

@@ -281,4 +281,4 @@ func ago(ref time.Time, n int, unit string) (time.Time, time.Time) {
 
 // maxCount bounds "N units ago" so that absurd inputs cannot push dates out
 // of the representable range.
-const maxCount = 5000
+const maxCount = 1000
