@@ -151,7 +151,7 @@ func TestClassification(t *testing.T) {
 
 func TestContentFreeDropped(t *testing.T) {
 	t.Parallel()
-	for _, in := range []string{"hi", "Hi!", "thanks!", "Thank you so much!", "ok", "OK.", "Hi Alice!", "好的", "谢谢！", "好的，谢谢！", "嗯嗯", "哈哈哈", "👍", "..."} {
+	for _, in := range []string{"hi", "Hi!", "thanks!", "Thank you so much!", "ok", "OK.", "Hi Alice!", "好的", "谢谢！", "好的，谢谢！", "嗯嗯", "哈哈哈", "👍", "...", "That sounds exciting!", "Glad to help.", "听起来很不错！"} {
 		if facts := extractOne(t, "user", "Alice", in); len(facts) != 0 {
 			t.Errorf("%q gave %+v", in, facts)
 		}

@@ -140,13 +140,15 @@ var fillerWords = map[string]bool{
 	"youre": true, "re": true, "all": true, "the": true, "best": true, "cheers": true,
 	"noted": true, "understood": true, "will": true, "do": true, "that": true, "is": true,
 	"s": true, "very": true, "really": true, "and": true, "too": true, "again": true,
+	"exciting": true, "fun": true, "interesting": true, "lovely": true, "amazing": true,
+	"wonderful": true, "glad": true, "hear": true, "to": true, "happy": true, "help": true,
 }
 
 var greetings = map[string]bool{"hi": true, "hello": true, "hey": true, "bye": true, "thanks": true, "dear": true, "good": true}
 
 // fillerHan are the characters of content-free Chinese replies: 好的, 谢谢,
 // 嗯嗯, 哈哈, 收到, 没问题, 再见.
-const fillerHan = "好的谢嗯哈啊呀哦噢吧呢嘛了对是行可以收到明白您你早安再见拜没问题不客气多太棒赞晚上午下"
+const fillerHan = "好的谢嗯哈啊呀哦噢吧呢嘛了对是行可以收到明白您你早安再见拜没问题不客气多太棒赞晚上午下听起来很错真"
 
 // contentFree reports whether a sentence carries nothing worth remembering.
 func contentFree(s string) bool {
