@@ -207,3 +207,22 @@ func translate(err error) error {
 	}
 	return err
 }
+
+const (
+	qSaltInsert = `INSERT INTO memstream_meta (key, value) VALUES ('audit_salt', $1) ON CONFLICT (key) DO NOTHING`
+	qSaltGet    = `SELECT value FROM memstream_meta WHERE key = 'audit_salt'`
+)
+
+// AuditSalt returns the database's defense fingerprint salt, creating it
+// from candidate on first use: one salt for every replica, stable across
+// restarts, so fingerprints stay comparable.
+func (s *Store) AuditSalt(ctx context.Context, candidate string) (string, error) {
+	if _, err := s.pool.Exec(ctx, qSaltInsert, candidate); err != nil {
+		return "", fmt.Errorf("audit salt: %w", err)
+	}
+	var v string
+	if err := s.pool.QueryRow(ctx, qSaltGet).Scan(&v); err != nil {
+		return "", fmt.Errorf("audit salt: %w", err)
+	}
+	return v, nil
+}

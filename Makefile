@@ -1,0 +1,42 @@
+# The two commands of the README: `make demo` and `make test`. Each installs
+# what it needs (PostgreSQL, its server dev files, pgvector, Go modules).
+GO ?= go
+PKGS_RACE := ./consumer/... ./pipeline/...
+
+.PHONY: all deps build demo serve test vet test-race test-rest test-kafka bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+	@$(GO) mod download
+
+build:
+	$(GO) build -o bin/memstream ./cmd/memstream
+
+demo: deps build
+	./bin/memstream demo
+
+serve: deps build
+	./bin/memstream serve
+
+vet:
+	$(GO) vet ./...
+
+# The race detector runs on the concurrent ingest packages; the rest runs
+# without it to stay well inside CI's time limit on two cores.
+test-race:
+	$(GO) test -race -timeout 15m $(PKGS_RACE)
+
+test-rest:
+	$(GO) test -timeout 20m $$($(GO) list ./... | grep -v -e /consumer -e /pipeline)
+
+test: deps vet test-race test-rest
+
+# The real-broker suite (Apache Kafka 4.x in KRaft mode, from Maven Central).
+test-kafka: deps
+	@out="$$(scripts/kafka-broker.sh start)" && export "$$out" && \
+		$(GO) test -race -timeout 20m -run Kafka ./consumer/... ./pipeline/... ; rc=$$?; scripts/kafka-broker.sh stop; exit $$rc
+
+clean:
+	rm -rf bin

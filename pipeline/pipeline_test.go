@@ -1,0 +1,241 @@
+package pipeline_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/memstream/memstream/broker"
+	"github.com/memstream/memstream/consumer"
+	"github.com/memstream/memstream/defense"
+	"github.com/memstream/memstream/embed"
+	"github.com/memstream/memstream/extract"
+	"github.com/memstream/memstream/internal/pgtest"
+	"github.com/memstream/memstream/pipeline"
+	"github.com/memstream/memstream/store"
+)
+
+const (
+	topic = "memstream.events"
+	dlq   = "memstream.events.dlq"
+)
+
+type harness struct {
+	t       *testing.T
+	cluster *kfake.Cluster
+	brokers []string
+	st      *store.Store
+	prod    *kgo.Client
+	log     *slog.Logger
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	url, _ := pgtest.Schema(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Config{URL: url, MaxConns: 8, Dim: 64}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic, dlq))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	prod, err := broker.NewProducer(c.ListenAddrs(), "test-producer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+	return &harness{t: t, cluster: c, brokers: c.ListenAddrs(), st: st, prod: prod, log: log}
+}
+
+type running struct {
+	pipe   *pipeline.Pipeline
+	cons   *consumer.Consumer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func (h *harness) start(group string) *running {
+	h.t.Helper()
+	emb, _ := embed.NewLocal(64)
+	gate, err := defense.NewGate(defense.GateConfig{FingerprintSalt: []byte("0123456789abcdef-test")}, prometheus.NewRegistry(), h.log)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	res, err := pipeline.NewStoreResolver(h.st)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	p, err := pipeline.New(pipeline.Config{Lanes: 3, BatchSize: 64, BatchWait: 20 * time.Millisecond, MaxEventBytes: 1 << 20}, pipeline.Deps{
+		Gate: gate, Policies: pipeline.NewCachedPolicies(h.st, defense.DefaultPolicy(), time.Second),
+		Extractor: extract.NewOffline(extract.OfflineConfig{}), Embedder: emb, Resolver: res, Store: h.st,
+		DeadLetter: broker.NewDeadLetters(h.prod, dlq), Logger: h.log,
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	cons, err := consumer.New(consumer.Config{Brokers: h.brokers, Topics: []string{topic}, Group: group,
+		CommitInterval: 100 * time.Millisecond, ShutdownTimeout: 10 * time.Second}, p, nil, h.log)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{pipe: p, cons: cons, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- cons.Run(ctx) }()
+	return r
+}
+
+// stop drains gracefully: consumer first (commits), then the pipeline.
+func (r *running) stop(t *testing.T) {
+	r.cancel()
+	if err := <-r.done; err != nil {
+		t.Fatal(err)
+	}
+	if err := r.pipe.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// crash abandons everything in flight without committing.
+func (r *running) crash() {
+	r.pipe.Abort()
+	r.cons.Kill()
+	r.cancel()
+	<-r.done
+}
+
+func event(bank string, i int) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"bank_id": bank, "event_id": fmt.Sprintf("%s-e%05d", bank, i), "document_id": fmt.Sprintf("conv-%d", i%17),
+		"messages": []map[string]string{
+			{"role": "user", "name": "Alice", "content": fmt.Sprintf("I booked flight number QX%05d to Lisbon for the conference.", i), "timestamp": "2026-11-01T10:00:00Z"},
+			{"role": "assistant", "content": "Noted, I will remind you the day before.", "timestamp": "2026-11-01T10:00:05Z"},
+		},
+	})
+	return b
+}
+
+func (h *harness) produce(vals ...[]byte) {
+	h.t.Helper()
+	var recs []*kgo.Record
+	for i, v := range vals {
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("k%d", i%13)), Value: v})
+	}
+	if err := h.prod.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) count(q string, args ...any) int {
+	h.t.Helper()
+	var n int
+	if err := h.st.Pool().QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+		h.t.Fatal(err)
+	}
+	return n
+}
+
+func (h *harness) waitEvents(want int, timeout time.Duration) {
+	h.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		n := h.count(`SELECT count(*) FROM events`) + h.count(`SELECT count(*) FROM dead_letters`)
+		if n >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("only %d of %d events after %s", n, want, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// snapshot counts every table that a replay must not grow.
+func (h *harness) snapshot() map[string]int {
+	out := map[string]int{}
+	for _, t := range []string{"events", "documents", "chunks", "memory_units", "entities", "entity_aliases", "unit_entities", "memory_links", "defense_audit"} {
+		out[t] = h.count("SELECT count(*) FROM " + t)
+	}
+	return out
+}
+
+func TestIngestExactlyOnceAndReplay(t *testing.T) {
+	h := newHarness(t)
+	const n = 1500
+	var vals [][]byte
+	for i := 0; i < n; i++ {
+		vals = append(vals, event("alice", i))
+	}
+	h.produce(vals...)
+	r := h.start("g1")
+	h.waitEvents(n, 2*time.Minute)
+	r.stop(t)
+
+	if got := h.count(`SELECT count(*) FROM events`); got != n {
+		t.Fatalf("events = %d, want %d", got, n)
+	}
+	// Every event's flight number is a fact exactly once.
+	if got := h.count(`SELECT count(DISTINCT substring(text from 'QX[0-9]{5}')) FROM memory_units WHERE text ~ 'QX[0-9]{5}'`); got != n {
+		t.Fatalf("distinct flight facts = %d, want %d", got, n)
+	}
+	if dup := h.count(`SELECT count(*) FROM (SELECT substring(text from 'QX[0-9]{5}') f FROM memory_units WHERE text ~ 'QX[0-9]{5}' GROUP BY 1 HAVING count(*) > 1) d`); dup != 0 {
+		t.Fatalf("%d flight facts stored twice", dup)
+	}
+	before := h.snapshot()
+	if before["entities"] == 0 || before["unit_entities"] == 0 {
+		t.Fatalf("no entities resolved: %v", before)
+	}
+
+	// Replay everything under a new group: nothing new anywhere.
+	r2 := h.start("g-replay")
+	h.waitCommitted("g-replay", n, time.Minute)
+	r2.stop(t)
+	after := h.snapshot()
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("replay changed %s: %d → %d", k, v, after[k])
+		}
+	}
+}
+
+// waitCommitted waits until the group has committed offsets covering want
+// records of the topic: proof that the watermark moved past all of them.
+func (h *harness) waitCommitted(group string, want int, timeout time.Duration) {
+	h.t.Helper()
+	adm := kadm.NewClient(h.prod)
+	deadline := time.Now().Add(timeout)
+	for {
+		offs, err := adm.FetchOffsets(context.Background(), group)
+		total := int64(0)
+		if err == nil {
+			offs.Each(func(o kadm.OffsetResponse) {
+				if o.Topic == topic {
+					total += o.At
+				}
+			})
+		}
+		if total >= int64(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("group %s committed %d of %d records", group, total, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
