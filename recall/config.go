@@ -1,0 +1,111 @@
+package recall
+
+import (
+	"fmt"
+	"time"
+)
+
+// BudgetLevel is what one Request.Budget value buys.
+type BudgetLevel struct {
+	// Candidates is how many candidates each arm returns to fusion.
+	Candidates int
+	// EfSearch is hnsw.ef_search for the semantic arm: the HNSW beam width,
+	// so recall of the approximate search against its cost.
+	EfSearch int
+}
+
+// Config tunes a Recaller. The zero value is usable: WithDefaults fills it.
+type Config struct {
+	// ArmTimeout bounds each arm (and the query embedding). A slow arm is
+	// dropped from the answer rather than holding it up. Default 2s.
+	ArmTimeout time.Duration
+	// Budgets maps low, mid and high to pool sizes. Defaults: low 20/40,
+	// mid 50/100, high 100/200 (candidates/ef_search).
+	Budgets map[string]BudgetLevel
+	// RRFK is the reciprocal-rank-fusion constant; 60 is the value of the
+	// original paper and damps the weight of any one arm's top rank.
+	RRFK float64
+	// DefaultMaxTokens applies when a request gives no MaxTokens. Default
+	// 4096, as in SPEC §5.
+	DefaultMaxTokens int
+	// RecencyHalfLife is the age at which the recency factor halves.
+	// Default 90 days: memories of an agent's user stay relevant for
+	// months, so recency only breaks near-ties. Negative disables recency.
+	RecencyHalfLife time.Duration
+	// MaxDocFreq drops keyword terms found in more than this fraction of
+	// the bank's facts (once the bank has MinDocsForDF facts): such terms
+	// match nearly everything and drown the rare ones. Default 0.5.
+	MaxDocFreq float64
+	// MinDocsForDF is the bank size below which no term is dropped for
+	// being common, since fractions of tiny banks mean nothing. Default 20.
+	MinDocsForDF int
+	// Tokenizer is "cl100k" (default; the BPE of current OpenAI-compatible
+	// models, embedded in the binary) or "estimate" (a conservative
+	// byte-based count that never under-counts).
+	Tokenizer string
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.ArmTimeout == 0 {
+		c.ArmTimeout = 2 * time.Second
+	}
+	if c.Budgets == nil {
+		c.Budgets = map[string]BudgetLevel{
+			BudgetLow:  {Candidates: 20, EfSearch: 40},
+			BudgetMid:  {Candidates: 50, EfSearch: 100},
+			BudgetHigh: {Candidates: 100, EfSearch: 200},
+		}
+	}
+	if c.RRFK == 0 {
+		c.RRFK = 60
+	}
+	if c.DefaultMaxTokens == 0 {
+		c.DefaultMaxTokens = 4096
+	}
+	if c.RecencyHalfLife == 0 {
+		c.RecencyHalfLife = 90 * 24 * time.Hour
+	}
+	if c.MaxDocFreq == 0 {
+		c.MaxDocFreq = 0.5
+	}
+	if c.MinDocsForDF == 0 {
+		c.MinDocsForDF = 20
+	}
+	if c.Tokenizer == "" {
+		c.Tokenizer = TokenizerCL100K
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.ArmTimeout < 0 {
+		return fmt.Errorf("recall config arm_timeout: must be positive, got %s", c.ArmTimeout)
+	}
+	for _, b := range []string{BudgetLow, BudgetMid, BudgetHigh} {
+		l, ok := c.Budgets[b]
+		if !ok {
+			return fmt.Errorf("recall config budgets: level %q missing", b)
+		}
+		if l.Candidates < 1 || l.Candidates > 1000 {
+			return fmt.Errorf("recall config budgets.%s.candidates: %d not in [1, 1000]", b, l.Candidates)
+		}
+		if l.EfSearch < 1 || l.EfSearch > 1000 {
+			// pgvector rejects ef_search outside [1, 1000].
+			return fmt.Errorf("recall config budgets.%s.ef_search: %d not in [1, 1000]", b, l.EfSearch)
+		}
+	}
+	if c.RRFK < 0 {
+		return fmt.Errorf("recall config rrf_k: must not be negative, got %g", c.RRFK)
+	}
+	if c.DefaultMaxTokens < 1 {
+		return fmt.Errorf("recall config default_max_tokens: must be positive, got %d", c.DefaultMaxTokens)
+	}
+	if c.MaxDocFreq <= 0 || c.MaxDocFreq > 1 {
+		return fmt.Errorf("recall config max_doc_freq: %g not in (0, 1]", c.MaxDocFreq)
+	}
+	if c.Tokenizer != TokenizerCL100K && c.Tokenizer != TokenizerEstimate {
+		return fmt.Errorf("recall config tokenizer: %q is not %s or %s", c.Tokenizer, TokenizerCL100K, TokenizerEstimate)
+	}
+	return nil
+}

@@ -1,0 +1,309 @@
+package recall
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/memstream/memstream/lexical"
+	"github.com/memstream/memstream/resolve"
+)
+
+// Seed weights. A name the query spells out (any alias key of the entity)
+// is the strongest evidence; a surname or given name alone ("老张", "Mr.
+// Zhang", "Alice") may mean several people, and an entity of a merely
+// similar fact is weaker still.
+const (
+	seedExact    = 1.0
+	seedPartial  = 0.4
+	seedTrigram  = 0.8 // times the trigram similarity
+	seedSemantic = 0.5 // times the cosine similarity
+	// semanticSeedFacts is how many top semantic facts lend their
+	// entities and links to the graph.
+	semanticSeedFacts = 5
+)
+
+const (
+	qGraphAliasSeeds = `SELECT coalesce(e.merged_into, e.id), a.alias_key
+	FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
+	WHERE a.bank_id = $1 AND a.alias_key = ANY($2::text[]) AND e.bank_id = $1`
+
+	// Trigram similarity catches misspellings and forms the alias table
+	// lacks ("Jon Smith" for "John Smith"); % uses pg_trgm's threshold
+	// and the GIN index on lower(canonical_name).
+	qGraphNameSeeds = `SELECT coalesce(e.merged_into, e.id), max(similarity(lower(e.canonical_name), p.p))
+	FROM unnest($2::text[]) AS p(p) JOIN entities e ON lower(e.canonical_name) % p.p
+	WHERE e.bank_id = $1
+	GROUP BY 1`
+
+	qGraphSemanticSeeds = `WITH t AS (
+		SELECT m.id, 1 - (m.embedding <=> $5::halfvec) AS sim
+		FROM memory_units m
+		WHERE ` + unitFilter + ` AND m.embedding IS NOT NULL
+		ORDER BY m.embedding <=> $5::halfvec
+		LIMIT $6)
+	SELECT t.id, t.sim, coalesce(array_agg(ue.entity_id) FILTER (WHERE ue.entity_id IS NOT NULL), '{}')
+	FROM t LEFT JOIN unit_entities ue ON ue.unit_id = t.id
+	GROUP BY t.id, t.sim`
+
+	// qGraphExpand walks two hops. Hop 1: facts that mention a seed
+	// entity, scored by the summed weights of the seeds they mention (a
+	// fact naming both people asked about beats one naming either). Hop 2:
+	// facts linked to the best hop-1 facts or to the semantic seed facts,
+	// scored by the parent's score times the link weight, damped by link
+	// type: causal links carry the most meaning, entity and temporal links
+	// the least (entity links repeat hop 1, temporal ones are only
+	// nearness). Only the best $9 hop-1 facts are expanded, so a very
+	// common entity cannot make the walk explode.
+	qGraphExpand = `WITH seeds AS (
+		SELECT * FROM unnest($5::uuid[], $6::float8[]) AS s(entity_id, w)),
+	hop1 AS (
+		SELECT ue.unit_id AS id, sum(s.w) AS score
+		FROM seeds s JOIN unit_entities ue ON ue.entity_id = s.entity_id
+		GROUP BY ue.unit_id),
+	starts AS (
+		(SELECT h.id, h.score FROM hop1 h JOIN memory_units m ON m.id = h.id
+		 WHERE m.bank_id = $1 AND m.state = 'valid'
+		 ORDER BY h.score DESC LIMIT $9)
+		UNION ALL
+		SELECT * FROM unnest($7::uuid[], $8::float8[])),
+	hop2 AS (
+		SELECT n.id, max(st.score * n.weight * CASE n.link_type
+			WHEN 'entity' THEN 0.3 WHEN 'temporal' THEN 0.3 WHEN 'semantic' THEN 0.5 ELSE 0.7 END) AS score
+		FROM starts st
+		CROSS JOIN LATERAL (
+			SELECT l.to_id AS id, l.weight, l.link_type FROM memory_links l WHERE l.from_id = st.id
+			UNION ALL
+			SELECT l.from_id, l.weight, l.link_type FROM memory_links l WHERE l.to_id = st.id) n
+		GROUP BY n.id),
+	scored AS (
+		SELECT id, sum(score) AS score FROM (SELECT * FROM hop1 UNION ALL SELECT * FROM hop2) x GROUP BY id)
+	SELECT m.id, sc.score
+	FROM scored sc JOIN memory_units m ON m.id = sc.id
+	WHERE ` + unitFilter + ` AND sc.score > 0
+	ORDER BY sc.score DESC, m.mentioned_at DESC
+	LIMIT $9`
+)
+
+// nameCandidate is a span of the query that may name an entity, with its
+// alias-table keys.
+type nameCandidate struct {
+	text  string
+	exact []string // full-name keys
+	part  []string // surname:/given: keys
+}
+
+// queryNames returns the query's word n-grams (1–3 words, not starting or
+// ending with a stopword) and the 2–4 rune substrings of its CJK runs, with
+// their resolve.Keys. CJK has no spaces, so any substring may be a name;
+// the alias table decides which are.
+func queryNames(query string) []nameCandidate {
+	var out []nameCandidate
+	seen := map[string]bool{}
+	add := func(s string) {
+		if seen[s] {
+			return
+		}
+		seen[s] = true
+		nc := nameCandidate{text: s}
+		for _, k := range resolve.Keys(s) {
+			if strings.HasPrefix(k, "surname:") || strings.HasPrefix(k, "given:") {
+				nc.part = append(nc.part, k)
+			} else {
+				nc.exact = append(nc.exact, k)
+			}
+		}
+		if len(nc.exact)+len(nc.part) > 0 {
+			out = append(out, nc)
+		}
+	}
+	var words []string
+	flushWords := func() {
+		for i := range words {
+			for n := 1; n <= 3 && i+n <= len(words); n++ {
+				first, last := words[i], words[i+n-1]
+				if weak(first) || weak(last) {
+					continue
+				}
+				add(strings.Join(words[i:i+n], " "))
+			}
+		}
+		words = words[:0]
+	}
+	var cjk []rune
+	flushCJK := func() {
+		for i := range cjk {
+			for n := 2; n <= 4 && i+n <= len(cjk); n++ {
+				add(string(cjk[i : i+n]))
+			}
+		}
+		cjk = cjk[:0]
+	}
+	var word []rune
+	flushWord := func() {
+		if len(word) > 0 {
+			words = append(words, string(word))
+			word = word[:0]
+		}
+	}
+	for _, r := range query {
+		switch {
+		case lexical.IsCJK(r):
+			flushWord()
+			flushWords()
+			cjk = append(cjk, r)
+		case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' || r == '-' || r == '.':
+			flushCJK()
+			word = append(word, r)
+		case unicode.IsSpace(r):
+			flushCJK()
+			flushWord()
+		default: // punctuation ends a name
+			flushCJK()
+			flushWord()
+			flushWords()
+		}
+	}
+	flushCJK()
+	flushWord()
+	flushWords()
+	return out
+}
+
+// weak reports a word that cannot begin or end a name.
+func weak(w string) bool {
+	lw := strings.ToLower(strings.Trim(w, "'-."))
+	lw = strings.TrimSuffix(lw, "'s")
+	return len(lw) < 2 || lexical.IsStopword(lw)
+}
+
+// graph runs the entity/link arm.
+func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, error) {
+	seeds := map[uuid.UUID]float64{}
+	bump := func(id uuid.UUID, w float64) { seeds[id] = max(seeds[id], w) }
+
+	names := queryNames(q.Query)
+	if len(names) > 0 {
+		var keys, phrases []string
+		for _, n := range names {
+			keys = append(keys, n.exact...)
+			keys = append(keys, n.part...)
+			if !hasCJKRune(n.text) && len(n.text) >= 4 {
+				phrases = append(phrases, strings.ToLower(n.text))
+			}
+		}
+		rows, err := r.pool.Query(ctx, qGraphAliasSeeds, q.BankID, keys)
+		if err != nil {
+			return nil, "", fmt.Errorf("graph alias seeds: %w", err)
+		}
+		byKey := map[string][]uuid.UUID{}
+		var id uuid.UUID
+		var key string
+		_, err = pgx.ForEachRow(rows, []any{&id, &key}, func() error {
+			byKey[key] = append(byKey[key], id)
+			return nil
+		})
+		if err != nil {
+			return nil, "", fmt.Errorf("graph alias seeds: %w", err)
+		}
+		// A surname or given-name key counts only for a span that named
+		// nobody in full: "Zhang Wei" must not also pull in every Zhang.
+		for _, n := range names {
+			exact := false
+			for _, k := range n.exact {
+				for _, id := range byKey[k] {
+					bump(id, seedExact)
+					exact = true
+				}
+			}
+			if exact {
+				continue
+			}
+			for _, k := range n.part {
+				for _, id := range byKey[k] {
+					bump(id, seedPartial)
+				}
+			}
+		}
+		if len(phrases) > 0 {
+			rows, err := r.pool.Query(ctx, qGraphNameSeeds, q.BankID, phrases)
+			if err != nil {
+				return nil, "", fmt.Errorf("graph name seeds: %w", err)
+			}
+			var sim float64
+			_, err = pgx.ForEachRow(rows, []any{&id, &sim}, func() error {
+				bump(id, seedTrigram*sim)
+				return nil
+			})
+			if err != nil {
+				return nil, "", fmt.Errorf("graph name seeds: %w", err)
+			}
+		}
+	}
+
+	// Entities of the best semantic facts: the query may describe someone
+	// without naming them. If the embedding failed the graph goes on with
+	// the named entities alone.
+	var unitIDs []uuid.UUID
+	var unitW []float64
+	if vec, ok := q.optionalVector(ctx, r.cfg.ArmTimeout/2); ok {
+		err := r.withHNSW(ctx, q, func(tx pgx.Tx) error {
+			args := append(q.filterArgs(), pgvector.NewHalfVector(vec), semanticSeedFacts)
+			rows, err := tx.Query(ctx, qGraphSemanticSeeds, args...)
+			if err != nil {
+				return err
+			}
+			var id uuid.UUID
+			var sim float64
+			var ents []uuid.UUID
+			_, err = pgx.ForEachRow(rows, []any{&id, &sim, &ents}, func() error {
+				unitIDs, unitW = append(unitIDs, id), append(unitW, sim)
+				for _, e := range ents {
+					bump(e, seedSemantic*sim)
+				}
+				return nil
+			})
+			return err
+		})
+		if err != nil {
+			return nil, "", fmt.Errorf("graph semantic seeds: %w", err)
+		}
+	}
+
+	if len(seeds) == 0 && len(unitIDs) == 0 {
+		return nil, "no entity named and no semantic seed", nil
+	}
+	entIDs := make([]uuid.UUID, 0, len(seeds))
+	entW := make([]float64, 0, len(seeds))
+	for id, w := range seeds {
+		entIDs, entW = append(entIDs, id), append(entW, w)
+	}
+	args := append(q.filterArgs(), entIDs, entW, unitIDs, unitW, q.pool)
+	rows, err := r.pool.Query(ctx, qGraphExpand, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("graph expand: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Candidate, error) {
+		var c Candidate
+		err := row.Scan(&c.ID, &c.Score)
+		return c, err
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("graph expand: %w", err)
+	}
+	return out, "", nil
+}
+
+func hasCJKRune(s string) bool {
+	for _, r := range s {
+		if lexical.IsCJK(r) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,444 @@
+package recall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/memstream/memstream/timeparse"
+)
+
+// Arm names, as used in Request.Arms and in the trace.
+const (
+	ArmSemantic = "semantic"
+	ArmKeyword  = "keyword"
+	ArmGraph    = "graph"
+	ArmTemporal = "temporal"
+)
+
+// allArms is the fixed arm order: interleaving and the trace follow it, so
+// answers are deterministic.
+var allArms = []string{ArmSemantic, ArmKeyword, ArmGraph, ArmTemporal}
+
+// Fusion methods for Request.Fusion.
+const (
+	FusionRRF        = "rrf"
+	FusionInterleave = "interleave"
+)
+
+// Tag match modes for Request.TagsMatch. The non-strict modes also return
+// untagged facts, because most facts carry no tags and a tag filter should
+// narrow the tagged ones rather than hide everything else.
+const (
+	TagsAny       = "any"
+	TagsAll       = "all"
+	TagsAnyStrict = "any_strict"
+	TagsAllStrict = "all_strict"
+	TagsExact     = "exact"
+)
+
+// Budget levels for Request.Budget.
+const (
+	BudgetLow  = "low"
+	BudgetMid  = "mid"
+	BudgetHigh = "high"
+)
+
+// Request is one recall query.
+type Request struct {
+	// BankID is the memory bank to search; facts of other banks are never
+	// returned.
+	BankID string
+	// Query is the agent's question in natural language.
+	Query string
+	// Types restricts fact types (world, experience, observation); empty
+	// means all.
+	Types []string
+	// Budget (low, mid, high; default mid) trades latency for recall: it
+	// sets each arm's candidate pool and hnsw.ef_search.
+	Budget string
+	// MaxTokens caps the summed Tokens of the results (default
+	// Config.DefaultMaxTokens).
+	MaxTokens int
+	// QueryTime anchors relative time expressions and recency; zero means
+	// now.
+	QueryTime time.Time
+	// Tags filters facts by their tags, as TagsMatch says.
+	Tags []string
+	// TagsMatch is any (default), all, any_strict, all_strict or exact.
+	TagsMatch string
+	// Fusion is rrf (default) or interleave.
+	Fusion string
+	// Arms selects a subset of semantic, keyword, graph and temporal, for
+	// ablation; empty means all.
+	Arms []string
+	// Trace asks for per-arm candidates and timings in Response.Trace.
+	Trace bool
+}
+
+// Scores explains a result's rank.
+type Scores struct {
+	// Final orders the results; see score.go for the formula.
+	Final float64 `json:"final"`
+	// Semantic is the cosine similarity of the fact to the query.
+	Semantic float64 `json:"semantic"`
+	// Keyword, Graph and Temporal are the arms' own scores (0 when the arm
+	// did not return the fact).
+	Keyword  float64 `json:"keyword"`
+	Graph    float64 `json:"graph"`
+	Temporal float64 `json:"temporal"`
+}
+
+// Result is one recalled fact.
+type Result struct {
+	ID            uuid.UUID         `json:"id"`
+	Text          string            `json:"text"`
+	Type          string            `json:"type"`
+	Context       string            `json:"context"`
+	Entities      []string          `json:"entities"`
+	OccurredStart *time.Time        `json:"occurred_start"`
+	OccurredEnd   *time.Time        `json:"occurred_end"`
+	MentionedAt   time.Time         `json:"mentioned_at"`
+	DocumentID    string            `json:"document_id"`
+	Tags          []string          `json:"tags"`
+	Metadata      map[string]string `json:"metadata"`
+	SourceEventID string            `json:"source_event_id"`
+	ProofCount    int               `json:"proof_count"`
+	Trend         string            `json:"trend,omitempty"`
+	Scores        Scores            `json:"scores"`
+	// Tokens is what this result costs against MaxTokens (text plus
+	// context).
+	Tokens int `json:"tokens"`
+}
+
+// EntityRef is an entity that appears in the returned facts, so an agent
+// can follow up on it by id.
+type EntityRef struct {
+	ID   uuid.UUID `json:"id"`
+	Name string    `json:"name"`
+	Kind string    `json:"kind"`
+	// Results is how many returned facts mention it.
+	Results int `json:"results"`
+}
+
+// Response is the answer to a Request.
+type Response struct {
+	// Results are in final-score order and fit MaxTokens.
+	Results []Result `json:"results"`
+	// Entities are those mentioned by Results, most frequent first.
+	Entities []EntityRef `json:"entities,omitempty"`
+	// Trace is set when Request.Trace was.
+	Trace *Trace `json:"trace,omitempty"`
+}
+
+// Candidate is one fact proposed by an arm.
+type Candidate struct {
+	ID    uuid.UUID `json:"id"`
+	Score float64   `json:"score"`
+}
+
+// ArmTrace records what one arm did.
+type ArmTrace struct {
+	Arm        string      `json:"arm"`
+	Candidates []Candidate `json:"candidates"`
+	DurationMS float64     `json:"duration_ms"`
+	// Error is set when the arm failed or timed out; the answer was built
+	// without it.
+	Error string `json:"error,omitempty"`
+	// Note explains an empty arm that did not fail (no time expression, no
+	// informative terms, no entity named).
+	Note string `json:"note,omitempty"`
+}
+
+// Window is a period named by the query.
+type Window struct {
+	Text  string    `json:"text"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+// Trace explains a recall, for debugging retrieval quality.
+type Trace struct {
+	Budget     string     `json:"budget"`
+	Fusion     string     `json:"fusion"`
+	Windows    []Window   `json:"windows,omitempty"`
+	EmbedMS    float64    `json:"embed_ms"`
+	Arms       []ArmTrace `json:"arms"`
+	Fused      int        `json:"fused"`
+	Dropped    int        `json:"dropped_by_budget"`
+	TotalMS    float64    `json:"total_ms"`
+	Tokenizer  string     `json:"tokenizer"`
+	TokensUsed int        `json:"tokens_used"`
+}
+
+// Embedder turns texts into vectors of the store's dimension. Declared here
+// (STYLE §3) so any provider, or a cache in front of one, fits.
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// RequestError reports an invalid request field, so the HTTP layer can
+// answer 400 with the field name.
+type RequestError struct {
+	Field   string
+	Message string
+}
+
+func (e *RequestError) Error() string { return fmt.Sprintf("recall: %s: %s", e.Field, e.Message) }
+
+// ErrAllArmsFailed is returned when every selected arm failed: there is
+// nothing to degrade to, and an empty answer would lie.
+var ErrAllArmsFailed = errors.New("recall: every retrieval arm failed")
+
+// Recaller runs recall queries. It is safe for concurrent use.
+type Recaller struct {
+	pool *pgxpool.Pool
+	emb  Embedder
+	cfg  Config
+	log  *slog.Logger
+	tok  tokenCounter
+}
+
+// New returns a Recaller over pool (opened by store.Open, which registers
+// the vector types). emb may be nil: the semantic arm then fails and the
+// others carry on.
+func New(pool *pgxpool.Pool, emb Embedder, cfg Config, log *slog.Logger) (*Recaller, error) {
+	if pool == nil {
+		return nil, errors.New("recall: nil pool")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tok, err := newTokenCounter(cfg.Tokenizer)
+	if err != nil {
+		return nil, err
+	}
+	return &Recaller{pool: pool, emb: emb, cfg: cfg, log: log, tok: tok}, nil
+}
+
+// query is a validated request with its derived settings, shared read-only
+// by the arms.
+type query struct {
+	Request
+	pool     int // candidates per arm
+	ef       int // hnsw.ef_search
+	windows  []timeparse.Span
+	armSet   map[string]bool
+	tagsMode string
+
+	embedOnce sync.Once
+	embedDone chan struct{}
+	vec       []float32
+	embedErr  error
+	embedDur  time.Duration
+}
+
+// vector waits for the query embedding (computed once, concurrently with
+// the arms that do not need it).
+func (q *query) vector(ctx context.Context) ([]float32, error) {
+	select {
+	case <-q.embedDone:
+		return q.vec, q.embedErr
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// optionalVector is vector for arms that can do without the embedding
+// (graph, temporal): they wait at most d, so a slow embedder leaves them
+// time to answer with what they have instead of timing out with it.
+func (q *query) optionalVector(ctx context.Context, d time.Duration) ([]float32, bool) {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	v, err := q.vector(wctx)
+	return v, err == nil
+}
+
+func (r *Recaller) prepare(req Request) (*query, error) {
+	if req.BankID == "" {
+		return nil, &RequestError{Field: "bank_id", Message: "required"}
+	}
+	if req.QueryTime.IsZero() {
+		req.QueryTime = time.Now()
+	}
+	if req.MaxTokens == 0 {
+		req.MaxTokens = r.cfg.DefaultMaxTokens
+	}
+	if req.MaxTokens < 0 {
+		return nil, &RequestError{Field: "max_tokens", Message: "must be positive"}
+	}
+	if req.Budget == "" {
+		req.Budget = BudgetMid
+	}
+	b, ok := r.cfg.Budgets[req.Budget]
+	if !ok {
+		return nil, &RequestError{Field: "budget", Message: fmt.Sprintf("%q is not low, mid or high", req.Budget)}
+	}
+	if req.Fusion == "" {
+		req.Fusion = FusionRRF
+	}
+	if req.Fusion != FusionRRF && req.Fusion != FusionInterleave {
+		return nil, &RequestError{Field: "fusion", Message: fmt.Sprintf("%q is not rrf or interleave", req.Fusion)}
+	}
+	if req.TagsMatch == "" {
+		req.TagsMatch = TagsAny
+	}
+	switch req.TagsMatch {
+	case TagsAny, TagsAll, TagsAnyStrict, TagsAllStrict, TagsExact:
+	default:
+		return nil, &RequestError{Field: "tags_match", Message: fmt.Sprintf("%q is not any, all, any_strict, all_strict or exact", req.TagsMatch)}
+	}
+	for _, t := range req.Types {
+		if t != "world" && t != "experience" && t != "observation" {
+			return nil, &RequestError{Field: "types", Message: fmt.Sprintf("%q is not world, experience or observation", t)}
+		}
+	}
+	q := &query{Request: req, pool: b.Candidates, ef: b.EfSearch, armSet: map[string]bool{}, embedDone: make(chan struct{})}
+	if len(req.Arms) == 0 {
+		req.Arms = allArms
+	}
+	for _, a := range req.Arms {
+		if !slices.Contains(allArms, a) {
+			return nil, &RequestError{Field: "arms", Message: fmt.Sprintf("%q is not semantic, keyword, graph or temporal", a)}
+		}
+		q.armSet[a] = true
+	}
+	if q.Types == nil {
+		q.Types = []string{}
+	}
+	if q.Tags == nil {
+		q.Tags = []string{}
+	}
+	q.tagsMode = req.TagsMatch
+	q.windows = timeparse.Parse(req.Query, req.QueryTime)
+	return q, nil
+}
+
+// armFunc is one retriever: candidates best first, or a note saying why it
+// has none.
+type armFunc func(ctx context.Context, q *query) (cands []Candidate, note string, err error)
+
+// Recall answers req. It fails only on an invalid request (*RequestError),
+// when ctx ends, when every selected arm fails, or when hydration fails.
+func (r *Recaller) Recall(ctx context.Context, req Request) (Response, error) {
+	start := time.Now()
+	q, err := r.prepare(req)
+	if err != nil {
+		return Response{}, err
+	}
+
+	// The embedding is shared by three arms; compute it once, while the
+	// keyword arm already runs.
+	go func() {
+		defer close(q.embedDone)
+		if r.emb == nil {
+			q.embedErr = errors.New("no embedder configured")
+			return
+		}
+		ectx, cancel := context.WithTimeout(ctx, r.cfg.ArmTimeout)
+		defer cancel()
+		t0 := time.Now()
+		vs, err := r.emb.Embed(ectx, []string{q.Query})
+		q.embedDur = time.Since(t0)
+		switch {
+		case err != nil:
+			q.embedErr = fmt.Errorf("embed query: %w", err)
+		case len(vs) != 1 || len(vs[0]) == 0:
+			q.embedErr = fmt.Errorf("embed query: got %d vectors", len(vs))
+		default:
+			q.vec = vs[0]
+		}
+	}()
+
+	arms := map[string]armFunc{
+		ArmSemantic: r.semantic,
+		ArmKeyword:  r.keyword,
+		ArmGraph:    r.graph,
+		ArmTemporal: r.temporal,
+	}
+	traces := make([]ArmTrace, 0, len(allArms))
+	for _, a := range allArms {
+		if q.armSet[a] {
+			traces = append(traces, ArmTrace{Arm: a})
+		}
+	}
+	var g errgroup.Group
+	for i := range traces {
+		tr := &traces[i]
+		fn := arms[tr.Arm]
+		g.Go(func() error {
+			actx, cancel := context.WithTimeout(ctx, r.cfg.ArmTimeout)
+			defer cancel()
+			t0 := time.Now()
+			cands, note, err := fn(actx, q)
+			tr.DurationMS = ms(time.Since(t0))
+			if err != nil {
+				tr.Error = err.Error()
+				r.log.Warn("recall arm failed", slog.String("bank_id", q.BankID), slog.String("arm", tr.Arm),
+					slog.Float64("duration_ms", tr.DurationMS), slog.String("error", err.Error()))
+				return nil // degrade, never fail the whole recall
+			}
+			tr.Candidates, tr.Note = cands, note
+			return nil
+		})
+	}
+	_ = g.Wait()
+	<-q.embedDone // the goroutine must not outlive Recall
+	if err := ctx.Err(); err != nil {
+		return Response{}, fmt.Errorf("recall bank %s: %w", q.BankID, err)
+	}
+	failed := 0
+	for _, t := range traces {
+		if t.Error != "" {
+			failed++
+		}
+	}
+	if failed == len(traces) {
+		errs := make([]error, 0, len(traces))
+		for _, t := range traces {
+			errs = append(errs, fmt.Errorf("%s: %s", t.Arm, t.Error))
+		}
+		return Response{}, fmt.Errorf("recall bank %s: %w: %w", q.BankID, ErrAllArmsFailed, errors.Join(errs...))
+	}
+
+	fs := fuse(q.Fusion, traces, r.cfg.RRFK)
+	resp := Response{Results: []Result{}}
+	var dropped, used int
+	if len(fs) > 0 {
+		hs, err := r.hydrate(ctx, q, fs)
+		if err != nil {
+			return Response{}, fmt.Errorf("recall bank %s: %w", q.BankID, err)
+		}
+		scoreResults(hs, fs, q, r.cfg)
+		hs, used, dropped = r.fitBudget(hs, q.MaxTokens)
+		resp.Results = make([]Result, len(hs))
+		for i := range hs {
+			resp.Results[i] = hs[i].Result
+		}
+		resp.Entities = entityRefs(hs)
+	}
+	if q.Trace {
+		t := &Trace{Budget: q.Budget, Fusion: q.Fusion, EmbedMS: ms(q.embedDur), Arms: traces,
+			Fused: len(fs), Dropped: dropped, Tokenizer: r.tok.name(), TokensUsed: used}
+		for _, w := range q.windows {
+			t.Windows = append(t.Windows, Window{Text: w.Text, Start: w.Start, End: w.End})
+		}
+		t.TotalMS = ms(time.Since(start))
+		resp.Trace = t
+	}
+	return resp, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,566 @@
+package recall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/memstream/memstream/embed"
+	"github.com/memstream/memstream/internal/pgtest"
+	"github.com/memstream/memstream/lexical"
+	"github.com/memstream/memstream/resolve"
+	"github.com/memstream/memstream/store"
+	"github.com/memstream/memstream/timeparse"
+)
+
+const testDim = 384
+
+// queryTime is a Wednesday; "last Saturday" is 2025-06-07.
+var queryTime = time.Date(2025, 6, 11, 12, 0, 0, 0, time.UTC)
+
+// fact describes one fixture fact; the builder derives ids and embeddings.
+type fact struct {
+	key       string // stable name, for assertions
+	bank      string
+	typ       string
+	text      string
+	tags      []string
+	occurred  *time.Time
+	mentioned time.Time
+	entity    *entity
+	meta      map[string]string
+}
+
+type entity struct {
+	name    string
+	aliases []string
+}
+
+type fixture struct {
+	pool *pgxpool.Pool
+	emb  *embed.Local
+	ids  map[string]uuid.UUID // key → id
+}
+
+func (f *fixture) id(t testing.TB, key string) uuid.UUID {
+	t.Helper()
+	id, ok := f.ids[key]
+	if !ok {
+		t.Fatalf("no fixture fact %q", key)
+	}
+	return id
+}
+
+// newFixture migrates a fresh schema and persists facts through the same
+// store.PersistBatch the pipeline uses.
+func newFixture(t testing.TB, facts []fact) *fixture {
+	t.Helper()
+	url, _ := pgtest.Schema(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Config{URL: url, Dim: testDim, MaxConns: 8}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	emb, err := embed.NewLocal(testDim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := make([]string, len(facts))
+	for i, f := range facts {
+		texts[i] = f.text
+	}
+	vecs, err := emb.Embed(ctx, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := &fixture{pool: st.Pool(), emb: emb, ids: map[string]uuid.UUID{}}
+	var evs []store.EventRecord
+	for i, f := range facts {
+		if f.typ == "" {
+			f.typ = "world"
+		}
+		if f.mentioned.IsZero() {
+			// Two days apart, so the store's 24-hour temporal links do
+			// not tie unrelated fixtures together.
+			f.mentioned = time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC).AddDate(0, 0, 2*i)
+		}
+		id := store.DeriveID(f.bank, "fact", f.key)
+		fx.ids[f.key] = id
+		fr := store.FactRow{
+			ID: id, FactType: f.typ, Text: f.text, Embedding: vecs[i],
+			// Only the text's own CJK bigrams: the graph fixture must be
+			// found through the alias table, not the keyword arm.
+			SearchAux:     lexical.Aux(f.text, nil),
+			OccurredStart: f.occurred, MentionedAt: f.mentioned, Tags: f.tags, Metadata: f.meta,
+			IdemKey: f.key,
+		}
+		ev := store.EventRecord{BankID: f.bank, EventKey: "ev-" + f.key, DocumentID: "doc-" + f.key}
+		if f.entity != nil {
+			eid := store.DeriveID(f.bank, "entity", f.entity.name)
+			er := store.EntityRow{ID: eid, Name: f.entity.name, Kind: "person", Seen: f.mentioned, Mentions: 1}
+			for _, a := range append([]string{f.entity.name}, f.entity.aliases...) {
+				for _, k := range resolve.Keys(a) {
+					er.Aliases = append(er.Aliases, store.AliasRow{Key: k, Alias: a})
+				}
+			}
+			ev.Entities = []store.EntityRow{er}
+			fr.EntityIDs = []uuid.UUID{eid}
+		}
+		ev.Facts = []store.FactRow{fr}
+		evs = append(evs, ev)
+	}
+	if _, err := st.PersistBatch(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	return fx
+}
+
+func (f *fixture) recaller(t testing.TB, emb Embedder, cfg Config) *Recaller {
+	t.Helper()
+	r, err := New(f.pool, emb, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// lastSaturday is where timeparse puts "last Saturday" for queryTime.
+func lastSaturday(t testing.TB) time.Time {
+	sp := timeparse.Parse("last Saturday", queryTime)
+	if len(sp) != 1 {
+		t.Fatalf("timeparse: %v", sp)
+	}
+	return sp[0].Start
+}
+
+// mainFacts is a bank where each arm alone has a fact to find.
+func mainFacts(t testing.TB) []fact {
+	sat := lastSaturday(t)
+	return []fact{
+		// semantic: "photography" shares character n-grams with
+		// "photographer" but not its English stem.
+		{key: "sem", bank: "b1", text: "Maria is a passionate photographer of birds"},
+		// keyword: a rare order code.
+		{key: "kw", bank: "b1", text: "Shipment for order A-7731-QX was delayed at customs"},
+		// graph: only the alias table links "Zhang Wei" to 张伟.
+		{key: "graph", bank: "b1", text: "张伟搬到深圳工作了", entity: &entity{name: "张伟", aliases: []string{"Zhang Wei", "老张"}}},
+		// temporal: happened last Saturday, no word in common with the query.
+		{key: "temp", bank: "b1", text: "Went to the farmers market and bought peaches", occurred: ptr(sat.Add(10 * time.Hour)), mentioned: sat.Add(30 * time.Hour)},
+		{key: "f1", bank: "b1", text: "The user prefers tea over coffee in the morning"},
+		{key: "f2", bank: "b1", text: "Order 5512 of office chairs arrived on time"},
+		{key: "f3", bank: "b1", text: "The team meeting moved to Thursdays"},
+		{key: "f4", bank: "b1", text: "The user is allergic to peanuts"},
+		{key: "f5", bank: "b1", text: "Bob plays the guitar in a jazz band"},
+		{key: "f6", bank: "b1", text: "The car needs new tires before winter"},
+		{key: "f7", bank: "b1", text: "The user's daughter starts school in September"},
+		{key: "f8", bank: "b1", text: "A customs broker handles imports from Germany"},
+		// another bank holds the very same order fact
+		{key: "other-kw", bank: "b2", text: "Shipment for order A-7731-QX was delayed at customs"},
+	}
+}
+
+func ids(rs []Result) []uuid.UUID {
+	out := make([]uuid.UUID, len(rs))
+	for i, r := range rs {
+		out[i] = r.ID
+	}
+	return out
+}
+
+func armCands(tr *Trace, arm string) []uuid.UUID {
+	for _, a := range tr.Arms {
+		if a.Arm == arm {
+			out := make([]uuid.UUID, len(a.Candidates))
+			for i, c := range a.Candidates {
+				out[i] = c.ID
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+func TestEachArmFindsItsFact(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, mainFacts(t))
+	r := fx.recaller(t, fx.emb, Config{})
+	ctx := context.Background()
+	cases := []struct {
+		name, query, arm, want string
+	}{
+		{"semantic", "Who loves photography?", ArmSemantic, "sem"},
+		{"keyword", "status of order A-7731-QX", ArmKeyword, "kw"},
+		{"graph", "Where did Zhang Wei move?", ArmGraph, "graph"},
+		{"graph familiar", "老张去哪了", ArmGraph, "graph"},
+		{"temporal", "what did I do last Saturday", ArmTemporal, "temp"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp, err := r.Recall(ctx, Request{BankID: "b1", Query: c.query, QueryTime: queryTime, Trace: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fx.id(t, c.want)
+			if !slices.Contains(armCands(resp.Trace, c.arm), want) {
+				t.Errorf("arm %s did not find %s; trace %+v", c.arm, c.want, resp.Trace.Arms)
+			}
+			if !slices.Contains(ids(resp.Results), want) {
+				t.Errorf("fused results miss %s", c.want)
+			}
+			for _, a := range resp.Trace.Arms {
+				if a.Error != "" {
+					t.Errorf("arm %s failed: %s", a.Arm, a.Error)
+				}
+			}
+		})
+	}
+}
+
+// TestArmsAreComplementary checks the fixture's premise: each target is
+// missed by the arm that is weakest for it, so fusion is what finds all.
+func TestArmsAreComplementary(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, mainFacts(t))
+	r := fx.recaller(t, fx.emb, Config{})
+	ctx := context.Background()
+	for _, c := range []struct{ query, missingArm, key string }{
+		{"Who loves photography?", ArmKeyword, "sem"},
+		{"Where did Zhang Wei move?", ArmKeyword, "graph"},
+		{"Where did Zhang Wei move?", ArmSemantic, "graph"},
+		{"what did I do last Saturday", ArmKeyword, "temp"},
+	} {
+		resp, err := r.Recall(ctx, Request{BankID: "b1", Query: c.query, QueryTime: queryTime, Arms: []string{c.missingArm}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// In a bank this small the semantic arm returns every fact, so
+		// "missed" means: not similar.
+		for _, res := range resp.Results {
+			if res.ID == fx.id(t, c.key) && (c.missingArm != ArmSemantic || res.Scores.Semantic > 0.15) {
+				t.Errorf("%q: arm %s alone found %s; the fixture no longer needs the other arms (similarity %.2f)", c.query, c.missingArm, c.key, res.Scores.Semantic)
+			}
+		}
+	}
+	// One query naming all four needs all four arms.
+	q := "Who loves photography, what about order A-7731-QX, where did Zhang Wei move, and what did I do last Saturday?"
+	resp, err := r.Recall(ctx, Request{BankID: "b1", Query: q, QueryTime: queryTime, Budget: BudgetHigh, Trace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ids(resp.Results)
+	for _, k := range []string{"sem", "kw", "graph", "temp"} {
+		if !slices.Contains(got, fx.id(t, k)) {
+			t.Errorf("combined query misses %s", k)
+		}
+	}
+}
+
+func TestAblationReturnsOnlyThatArm(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, mainFacts(t))
+	r := fx.recaller(t, fx.emb, Config{})
+	for _, arm := range allArms {
+		t.Run(arm, func(t *testing.T) {
+			resp, err := r.Recall(context.Background(), Request{BankID: "b1", Query: "order A-7731-QX last Saturday Zhang Wei photography",
+				QueryTime: queryTime, Arms: []string{arm}, Trace: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(resp.Trace.Arms) != 1 || resp.Trace.Arms[0].Arm != arm {
+				t.Fatalf("trace arms = %+v, want only %s", resp.Trace.Arms, arm)
+			}
+			cands := armCands(resp.Trace, arm)
+			if len(resp.Results) == 0 {
+				t.Fatalf("arm %s alone found nothing", arm)
+			}
+			for _, res := range resp.Results {
+				if !slices.Contains(cands, res.ID) {
+					t.Errorf("result %q is not a %s candidate", res.Text, arm)
+				}
+			}
+		})
+	}
+	if _, err := r.Recall(context.Background(), Request{BankID: "b1", Query: "x", Arms: []string{"vibes"}}); !isRequestError(err, "arms") {
+		t.Errorf("unknown arm: err = %v, want RequestError on arms", err)
+	}
+}
+
+func isRequestError(err error, field string) bool {
+	var re *RequestError
+	return errors.As(err, &re) && re.Field == field
+}
+
+func TestTokenBudget(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, mainFacts(t))
+	for _, tok := range []string{TokenizerCL100K, TokenizerEstimate} {
+		r := fx.recaller(t, fx.emb, Config{Tokenizer: tok})
+		full, err := r.Recall(context.Background(), Request{BankID: "b1", Query: "order customs user", QueryTime: queryTime})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(full.Results) < 3 {
+			t.Fatalf("want several results, got %d", len(full.Results))
+		}
+		for _, max := range []int{1, 8, 20, 40, 100, 4096} {
+			resp, err := r.Recall(context.Background(), Request{BankID: "b1", Query: "order customs user", QueryTime: queryTime, MaxTokens: max})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := 0
+			for i, res := range resp.Results {
+				if res.Tokens <= 0 {
+					t.Errorf("%s: result %d has %d tokens", tok, i, res.Tokens)
+				}
+				sum += res.Tokens
+				if res.ID != full.Results[i].ID {
+					t.Errorf("%s max %d: result %d differs from the unbounded ranking", tok, max, i)
+				}
+			}
+			if sum > max {
+				t.Errorf("%s: max_tokens %d, results use %d", tok, max, sum)
+			}
+			if len(resp.Results) < len(full.Results) && sum+full.Results[len(resp.Results)].Tokens <= max {
+				t.Errorf("%s max %d: stopped early, next result would fit", tok, max)
+			}
+		}
+	}
+}
+
+func TestBankIsolation(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, mainFacts(t))
+	r := fx.recaller(t, fx.emb, Config{})
+	other := fx.id(t, "other-kw")
+	for _, q := range []string{"order A-7731-QX", "Shipment for order A-7731-QX was delayed at customs", "customs"} {
+		resp, err := r.Recall(context.Background(), Request{BankID: "b1", Query: q, QueryTime: queryTime, Budget: BudgetHigh})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(ids(resp.Results), other) {
+			t.Errorf("%q: bank b1 returned bank b2's fact", q)
+		}
+		if !slices.Contains(ids(resp.Results), fx.id(t, "kw")) {
+			t.Errorf("%q: b1's own fact missing", q)
+		}
+	}
+	resp, err := r.Recall(context.Background(), Request{BankID: "b2", Query: "order A-7731-QX", QueryTime: queryTime})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(resp.Results); len(got) != 1 || got[0] != other {
+		t.Errorf("bank b2 results = %v, want only its own fact", got)
+	}
+}
+
+func TestTagsMatch(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, []fact{
+		{key: "work", bank: "t", text: "zebra report for work", tags: []string{"work"}},
+		{key: "work-urgent", bank: "t", text: "zebra incident at work", tags: []string{"work", "urgent"}},
+		{key: "personal", bank: "t", text: "zebra at the zoo with kids", tags: []string{"personal"}},
+		{key: "untagged", bank: "t", text: "zebra crossing near home"},
+	})
+	r := fx.recaller(t, fx.emb, Config{})
+	for _, c := range []struct {
+		mode string
+		tags []string
+		want []string
+	}{
+		{"", nil, []string{"work", "work-urgent", "personal", "untagged"}},
+		{TagsAny, []string{"work"}, []string{"work", "work-urgent", "untagged"}},
+		{TagsAll, []string{"work", "urgent"}, []string{"work-urgent", "untagged"}},
+		{TagsAnyStrict, []string{"work", "personal"}, []string{"work", "work-urgent", "personal"}},
+		{TagsAllStrict, []string{"work", "urgent"}, []string{"work-urgent"}},
+		{TagsExact, []string{"work"}, []string{"work"}},
+		{TagsExact, []string{"urgent", "work"}, []string{"work-urgent"}},
+	} {
+		t.Run(fmt.Sprintf("%s/%v", c.mode, c.tags), func(t *testing.T) {
+			// Every arm must honour the filter, not only the one that
+			// happens to rank the facts.
+			resp, err := r.Recall(context.Background(), Request{BankID: "t", Query: "zebra", Tags: c.tags, TagsMatch: c.mode, QueryTime: queryTime})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []uuid.UUID
+			for _, k := range c.want {
+				want = append(want, fx.id(t, k))
+			}
+			got := ids(resp.Results)
+			slices.SortFunc(got, cmpUUID)
+			slices.SortFunc(want, cmpUUID)
+			if !slices.Equal(got, want) {
+				t.Errorf("got %v, want %v", names(fx, got), c.want)
+			}
+		})
+	}
+	if _, err := r.Recall(context.Background(), Request{BankID: "t", Query: "zebra", TagsMatch: "some"}); !isRequestError(err, "tags_match") {
+		t.Errorf("bad tags_match: err = %v", err)
+	}
+}
+
+func names(fx *fixture, got []uuid.UUID) []string {
+	var out []string
+	for _, id := range got {
+		for k, v := range fx.ids {
+			if v == id {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+func TestTypesFilterAndHydration(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, []fact{
+		{key: "w", bank: "ty", typ: "world", text: "The quokka lives on Rottnest Island"},
+		{key: "e", bank: "ty", typ: "experience", text: "I photographed a quokka last spring", meta: map[string]string{"source": "chat"}},
+		{key: "o", bank: "ty", typ: "observation", text: "The user is fond of quokka pictures", entity: &entity{name: "Quokka"}},
+	})
+	ctx := context.Background()
+	if _, err := fx.pool.Exec(ctx, `UPDATE memory_units SET proof_count = 4, trend = 'STRENGTHENING' WHERE id = $1`, fx.id(t, "o")); err != nil {
+		t.Fatal(err)
+	}
+	r := fx.recaller(t, fx.emb, Config{})
+	resp, err := r.Recall(ctx, Request{BankID: "ty", Query: "quokka", Types: []string{"observation"}, QueryTime: queryTime})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Results) != 1 || resp.Results[0].ID != fx.id(t, "o") {
+		t.Fatalf("types=[observation]: got %v", names(fx, ids(resp.Results)))
+	}
+	o := resp.Results[0]
+	if o.Type != "observation" || o.ProofCount != 4 || o.Trend != "STRENGTHENING" || !slices.Equal(o.Entities, []string{"Quokka"}) ||
+		o.DocumentID != "doc-o" || o.SourceEventID != "ev-o" {
+		t.Errorf("hydrated observation = %+v", o)
+	}
+	if len(resp.Entities) != 1 || resp.Entities[0].Name != "Quokka" || resp.Entities[0].Results != 1 {
+		t.Errorf("entities = %+v", resp.Entities)
+	}
+
+	resp, err = r.Recall(ctx, Request{BankID: "ty", Query: "quokka", Types: []string{"world", "experience"}, QueryTime: queryTime})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := names(fx, ids(resp.Results))
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"e", "w"}) {
+		t.Errorf("types=[world experience]: got %v", got)
+	}
+	for _, res := range resp.Results {
+		if res.ID == fx.id(t, "e") && res.Metadata["source"] != "chat" {
+			t.Errorf("metadata = %v", res.Metadata)
+		}
+	}
+	if _, err := r.Recall(ctx, Request{BankID: "ty", Query: "quokka", Types: []string{"opinion"}}); !isRequestError(err, "types") {
+		t.Errorf("bad type: err = %v", err)
+	}
+}
+
+// failingEmbedder stands in for a provider outage.
+type failingEmbedder struct{ delay time.Duration }
+
+func (f failingEmbedder) Embed(ctx context.Context, _ []string) ([][]float32, error) {
+	if f.delay > 0 {
+		select {
+		case <-time.After(f.delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return nil, errors.New("provider down")
+}
+
+func TestFailedArmDegrades(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, mainFacts(t))
+	for name, emb := range map[string]Embedder{
+		"error": failingEmbedder{},
+		"slow":  failingEmbedder{delay: time.Minute},
+		"nil":   nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := fx.recaller(t, emb, Config{ArmTimeout: 300 * time.Millisecond})
+			resp, err := r.Recall(context.Background(), Request{BankID: "b1", Query: "order A-7731-QX and Zhang Wei", QueryTime: queryTime, Trace: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var semErr string
+			for _, a := range resp.Trace.Arms {
+				if a.Arm == ArmSemantic {
+					semErr = a.Error
+				}
+			}
+			if semErr == "" {
+				t.Error("semantic arm should report the embedder failure")
+			}
+			got := ids(resp.Results)
+			if !slices.Contains(got, fx.id(t, "kw")) || !slices.Contains(got, fx.id(t, "graph")) {
+				t.Errorf("keyword and graph arms should still answer; got %v", names(fx, got))
+			}
+		})
+	}
+	r := fx.recaller(t, failingEmbedder{}, Config{})
+	_, err := r.Recall(context.Background(), Request{BankID: "b1", Query: "photography", Arms: []string{ArmSemantic}})
+	if !errors.Is(err, ErrAllArmsFailed) {
+		t.Errorf("only arm failed: err = %v, want ErrAllArmsFailed", err)
+	}
+}
+
+func TestInterleaveFusion(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, mainFacts(t))
+	r := fx.recaller(t, fx.emb, Config{})
+	resp, err := r.Recall(context.Background(), Request{BankID: "b1", Query: "order A-7731-QX last Saturday", QueryTime: queryTime, Fusion: FusionInterleave, Trace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ids(resp.Results)
+	for _, k := range []string{"kw", "temp"} {
+		if !slices.Contains(got, fx.id(t, k)) {
+			t.Errorf("interleave misses %s", k)
+		}
+	}
+	seen := map[uuid.UUID]bool{}
+	for _, id := range got {
+		if seen[id] {
+			t.Errorf("duplicate result %s", id)
+		}
+		seen[id] = true
+	}
+}
+
+func BenchmarkRecall(b *testing.B) {
+	facts := mainFacts(b)
+	topics := []string{"coffee", "hiking", "invoice", "meeting", "guitar", "garden", "flight", "doctor", "budget", "birthday"}
+	for i := range 500 {
+		facts = append(facts, fact{key: fmt.Sprintf("bulk-%d", i), bank: "b1",
+			text: fmt.Sprintf("Note %d about %s and %s with order %d", i, topics[i%len(topics)], topics[(i/3)%len(topics)], 1000+i)})
+	}
+	fx := newFixture(b, facts)
+	r := fx.recaller(b, fx.emb, Config{})
+	ctx := context.Background()
+	queries := []string{"Who loves photography?", "status of order A-7731-QX", "Where did Zhang Wei move?", "what did I do last Saturday", "budget meeting notes"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, err := r.Recall(ctx, Request{BankID: "b1", Query: queries[i%len(queries)], QueryTime: queryTime}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package recall
+
+import (
+	"fmt"
+	"sync"
+	"unicode/utf8"
+
+	tiktoken "github.com/pkoukk/tiktoken-go"
+	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
+)
+
+// Tokenizer names for Config.Tokenizer.
+const (
+	TokenizerCL100K   = "cl100k"
+	TokenizerEstimate = "estimate"
+)
+
+// tokenCounter counts the tokens a text costs in the agent's context.
+type tokenCounter interface {
+	count(s string) int
+	name() string
+}
+
+// cl100k is built once per process: the rank table has 100k entries (about
+// 10 MB, ~100 ms to parse), is immutable after construction and is safe for
+// concurrent use, so sharing it is a cache, not mutable global state. It is
+// built directly rather than through tiktoken.GetEncoding so that we never
+// touch that package's global loader setting (which would make every other
+// user of tiktoken in the process download files).
+var cl100k = sync.OnceValues(func() (*tiktoken.Tiktoken, error) {
+	ranks, err := tiktokenloader.NewOfflineLoader().LoadTiktokenBpe("cl100k_base.tiktoken")
+	if err != nil {
+		return nil, fmt.Errorf("recall: load cl100k ranks: %w", err)
+	}
+	special := map[string]int{
+		"<|endoftext|>":   100257,
+		"<|fim_prefix|>":  100258,
+		"<|fim_middle|>":  100259,
+		"<|fim_suffix|>":  100260,
+		"<|endofprompt|>": 100276,
+	}
+	const pat = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	bpe, err := tiktoken.NewCoreBPE(ranks, special, pat)
+	if err != nil {
+		return nil, fmt.Errorf("recall: build cl100k: %w", err)
+	}
+	set := map[string]any{}
+	for k := range special {
+		set[k] = true
+	}
+	return tiktoken.NewTiktoken(bpe, &tiktoken.Encoding{Name: "cl100k_base", PatStr: pat, MergeableRanks: ranks, SpecialTokens: special}, set), nil
+})
+
+func newTokenCounter(name string) (tokenCounter, error) {
+	if name == TokenizerEstimate {
+		return estimator{}, nil
+	}
+	enc, err := cl100k()
+	if err != nil {
+		return nil, err
+	}
+	return bpeCounter{enc: enc}, nil
+}
+
+type bpeCounter struct{ enc *tiktoken.Tiktoken }
+
+// count encodes ordinarily: fact text that happens to contain
+// "<|endoftext|>" is counted as the plain text the model will see.
+func (b bpeCounter) count(s string) int { return len(b.enc.EncodeOrdinary(s)) }
+func (b bpeCounter) name() string       { return "cl100k_base" }
+
+// estimator is the fallback when the BPE cannot be used. It mimics the
+// cl100k pre-tokenizer and charges each piece at least what cl100k can:
+// a run of ASCII letters ceil(len/3) tokens; digits one token per three
+// (cl100k splits them so); every other ASCII character, spaces included,
+// one token (cl100k mostly merges a space into the next word, so this
+// over-counts); a non-ASCII rune its UTF-8 length, a hard upper bound since
+// a byte-level BPE token is at least one byte (Chinese costs 1-2 tokens a
+// character in cl100k, so this over-counts it 1.5-3 times).
+// English costs about 4 letters a token, so it over-counts prose by ~30%,
+// which costs some results but keeps an agent's context from overflowing.
+// Pathological strings of rare letter trigrams could still exceed it; the
+// test compares it with cl100k on the fixture texts.
+type estimator struct{}
+
+func (estimator) name() string { return "estimate" }
+
+func (estimator) count(s string) int {
+	n, letters, digits := 0, 0, 0
+	flush := func() {
+		n += (letters+2)/3 + (digits+2)/3
+		letters, digits = 0, 0
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
+			if digits > 0 {
+				flush()
+			}
+			letters++
+		case r >= '0' && r <= '9':
+			if letters > 0 {
+				flush()
+			}
+			digits++
+		case r < utf8.RuneSelf:
+			flush()
+			n++
+		default:
+			flush()
+			n += utf8.RuneLen(r)
+		}
+	}
+	flush()
+	return n
+}
