@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/memstream/memstream/broker"
 	"github.com/memstream/memstream/consumer"
@@ -237,5 +240,111 @@ func (h *harness) waitCommitted(group string, want int, timeout time.Duration) {
 			h.t.Fatalf("group %s committed %d of %d records", group, total, want)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestPoisonRecordsDeadLettered(t *testing.T) {
+	h := newHarness(t)
+	big := `{"bank_id":"alice","content":"` + strings.Repeat("x", 2<<20) + `"}`
+	poison := map[string][]byte{
+		pipeline.ClassInvalidJSON:   []byte(`{"bank_id": "alice", "content": `),
+		pipeline.ClassInvalidUTF8:   append([]byte(`{"bank_id":"alice","content":"`), 0xff, 0xfe, '"', '}'),
+		pipeline.ClassOversized:     []byte(big),
+		"missing_bank":     []byte(`{"content":"hello there, I live in Paris"}`),
+		"both":             []byte(`{"bank_id":"alice","content":"x","messages":[{"role":"user","content":"y"}]}`),
+		"neither":          []byte(`{"bank_id":"alice"}`),
+		pipeline.ClassInvalidBankID: []byte(`{"bank_id":"../etc","content":"x"}`),
+		"bad_role":         []byte(`{"bank_id":"alice","messages":[{"role":"robot","content":"y"}]}`),
+	}
+	wantClass := map[string]string{
+		pipeline.ClassInvalidJSON: pipeline.ClassInvalidJSON, pipeline.ClassInvalidUTF8: pipeline.ClassInvalidUTF8, pipeline.ClassOversized: pipeline.ClassOversized,
+		"missing_bank": pipeline.ClassSchema, "both": pipeline.ClassSchema, "neither": pipeline.ClassSchema, pipeline.ClassInvalidBankID: pipeline.ClassInvalidBankID, "bad_role": pipeline.ClassSchema,
+	}
+	var vals [][]byte
+	byValue := map[string]string{}
+	for name, v := range poison {
+		vals = append(vals, v)
+		byValue[string(v)] = name
+	}
+	for i := 0; i < 20; i++ {
+		vals = append(vals, event("bob", i))
+	}
+	h.produce(vals...)
+	r := h.start("g-poison")
+	h.waitCommitted("g-poison", len(vals), time.Minute)
+	r.stop(t)
+	if got := h.count(`SELECT count(*) FROM events WHERE bank_id = 'bob'`); got != 20 {
+		t.Fatalf("good events = %d, want 20", got)
+	}
+	// Every poison record is in the DLQ with its original value and headers.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(h.brokers...), kgo.ConsumeTopics(dlq), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	seen := map[string]bool{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for len(seen) < len(poison) && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(rec *kgo.Record) {
+			name, ok := byValue[string(rec.Value)]
+			if !ok {
+				t.Errorf("unexpected DLQ record %.60q", rec.Value)
+				return
+			}
+			hdr := map[string]string{}
+			for _, hd := range rec.Headers {
+				hdr[hd.Key] = string(hd.Value)
+			}
+			if hdr[broker.HeaderErrorClass] != wantClass[name] {
+				t.Errorf("%s: class %q, want %q", name, hdr[broker.HeaderErrorClass], wantClass[name])
+			}
+			for _, k := range []string{broker.HeaderErrorMessage, broker.HeaderErrorStage, broker.HeaderSourceTopic, broker.HeaderSourcePartition, broker.HeaderSourceOffset} {
+				if hdr[k] == "" {
+					t.Errorf("%s: header %s missing", name, k)
+				}
+			}
+			seen[name] = true
+		})
+	}
+	if len(seen) != len(poison) {
+		t.Fatalf("DLQ has %d of %d poison records", len(seen), len(poison))
+	}
+}
+
+func TestCrashMidStreamLosesAndDoublesNothing(t *testing.T) {
+	h := newHarness(t)
+	const n = 600
+	var vals [][]byte
+	for i := 0; i < n; i++ {
+		vals = append(vals, event("carol", i))
+	}
+	h.produce(vals...)
+	// Drop some commits: the watermark must still hold.
+	var dropped atomic.Int32
+	h.cluster.ControlKey(int16(kmsg.OffsetCommit), func(kmsg.Request) (kmsg.Response, error, bool) {
+		h.cluster.KeepControl()
+		if dropped.Add(1)%3 == 0 {
+			return nil, fmt.Errorf("injected commit failure"), true
+		}
+		return nil, nil, false
+	})
+	r := h.start("g-crash")
+	deadline := time.Now().Add(time.Minute)
+	for h.count(`SELECT count(*) FROM events`) < n/3 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.crash()
+	r2 := h.start("g-crash")
+	h.waitCommitted("g-crash", n, 2*time.Minute)
+	r2.stop(t)
+	if got := h.count(`SELECT count(*) FROM events WHERE bank_id = 'carol'`); got != n {
+		t.Fatalf("events = %d, want %d", got, n)
+	}
+	if dup := h.count(`SELECT count(*) FROM (SELECT substring(text from 'QX[0-9]{5}') f FROM memory_units WHERE text ~ 'QX[0-9]{5}' GROUP BY 1 HAVING count(*) > 1) d`); dup != 0 {
+		t.Fatalf("%d facts doubled after crash", dup)
+	}
+	if got := h.count(`SELECT count(DISTINCT substring(text from 'QX[0-9]{5}')) FROM memory_units WHERE text ~ 'QX[0-9]{5}'`); got != n {
+		t.Fatalf("distinct facts = %d, want %d", got, n)
 	}
 }
