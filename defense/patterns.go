@@ -60,10 +60,13 @@ type Pattern struct {
 	caseSensitive bool
 	expr          string
 	re            *regexp.Regexp
-	anchored      *regexp.Regexp // "^(?:expr)", used when the match starts at the keyword
-	group         int            // submatch reported as the finding; 0 = whole match
-	before        int            // how far before a keyword hit the match may start; 0 = match starts at the keyword
-	maxLen        int            // longest match; bounds the regex window
+	anchored      *regexp.Regexp        // "^(?:expr)", used when the match starts at the keyword
+	simple        *simpleMatcher        // regex-free equivalent of anchored, when one exists
+	custom        func(in string) []int // hand-written anchored matcher; the regex documents it
+	needAssign    bool                  // ':' or '=' must follow the keyword closely
+	group         int                   // submatch reported as the finding; 0 = whole match
+	before        int                   // how far before a keyword hit the match may start; 0 = match starts at the keyword
+	maxLen        int                   // longest match; bounds the regex window
 	leftBound     bool
 	rightBound    bool
 	tail          string // bytes besides [A-Za-z0-9_] that continue the token
@@ -84,7 +87,7 @@ func tok(label, cat, expr string, kws ...string) Pattern {
 func ctx(label, cat, expr string, kws ...string) Pattern {
 	return Pattern{Label: label, Category: cat, Keywords: kws, expr: expr,
 		group: 1, maxLen: defaultPatternMaxLen,
-		rightBound: true, validate: notLowEntropy}
+		rightBound: true, validate: notLowEntropy, needAssign: true}
 }
 
 func (p Pattern) cs() Pattern                       { p.caseSensitive = true; return p }
@@ -149,7 +152,7 @@ func patternList() []Pattern {
 			"IQoJb3JpZ2luX2Vj", "FwoGZXIvYXdz").cs().tailBytes("/+=").window(0, 4096),
 		ctx("gcp_service_account_key", CategoryCloud,
 			`"private_key"\s*:\s*"(-----BEGIN[A-Z ]{0,20}PRIVATE KEY-----[A-Za-z0-9+/=\\\s]+?-----END[A-Z ]{0,20}PRIVATE KEY-----(?:\\n)?)"`,
-			`"private_key"`).window(0, 12288).bounds(false, false),
+			`"private_key"`).window(0, 12288).bounds(false, false).matcher(matchGCPKey),
 		ctx("azure_storage_account_key", CategoryCloud, `(?i)AccountKey=([A-Za-z0-9+/]{86}==)`, "accountkey=").tailBytes("+/="),
 		ctx("azure_shared_access_key", CategoryCloud, `(?i)SharedAccessKey=([A-Za-z0-9+/]{42,44}=)`, "sharedaccesskey=").tailBytes("+/="),
 		tok("azure_client_secret", CategoryCloud, `[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}`, "Q~").cs().window(4, 48).tailBytes("~.-"),
@@ -244,10 +247,10 @@ func patternList() []Pattern {
 		// --- Keys ------------------------------------------------------------
 		tok("private_key_block", CategoryPrivateKey,
 			`-----BEGIN[A-Z ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END[A-Z ]{0,40}PRIVATE KEY(?: BLOCK)?-----`,
-			"-----begin").window(0, 16384).bounds(false, false).check(nil),
+			"-----begin").window(0, 16384).bounds(false, false).check(nil).matcher(matchPEM),
 		tok("private_key_block_truncated", CategoryPrivateKey,
 			`-----BEGIN[A-Z ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:[ \t]*(?:\r?\n|\\n)[ \t]*[A-Za-z0-9+/=:, -]{1,100})*`,
-			"-----begin").window(0, 16384).bounds(false, false).check(nil),
+			"-----begin").window(0, 16384).bounds(false, false).check(nil).matcher(matchPEMTruncated),
 		tok("age_secret_key", CategoryPrivateKey, `AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}`, "AGE-SECRET-KEY-1").cs(),
 		tok("jwt", CategoryJWT, `eyJ`+b64url+`{10,}\.`+b64url+`{10,}\.`+b64url+`{10,}`, "eyJ").cs().tailBytes("-").window(0, 8192).check(validJWT),
 
@@ -274,6 +277,11 @@ func patternList() []Pattern {
 }
 
 func (p Pattern) optIn() Pattern { p.OptIn = true; return p }
+
+// matcher replaces the regex with hand-written code for shapes the regex
+// engine handles slowly; tests check both agree on the samples.
+func (p Pattern) matcher(f func(string) []int) Pattern { p.custom = f; return p }
+
 func (p Pattern) withExpr(e string) Pattern {
 	p.expr, p.maxLen, p.leftBound, p.rightBound = e, 64, true, true
 	return p
@@ -287,6 +295,9 @@ var compiledPatterns = sync.OnceValue(func() []Pattern {
 		if ps[i].expr != "" {
 			ps[i].re = regexp.MustCompile(ps[i].expr)
 			ps[i].anchored = regexp.MustCompile(`^(?:` + ps[i].expr + `)`)
+			if ps[i].kind == kindRegex && ps[i].group == 0 && ps[i].before == 0 {
+				ps[i].simple = compileSimple(ps[i].expr)
+			}
 		}
 	}
 	return ps

@@ -3,8 +3,13 @@ package defense
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 )
+
+// assignLookahead bounds how far after a context keyword the ':' or '='
+// of an assignment may appear (room for "_api_key\"  :" and the like).
+const assignLookahead = 48
 
 // Finding is one detected secret or piece of personal data. Offsets are
 // byte offsets into the scanned text, always on UTF-8 boundaries, so the
@@ -191,7 +196,25 @@ func (s *Scanner) matchAt(text string, pi, at int, out []candidate) []candidate 
 	if p.leftBound && at > 0 && text[at-1] != '=' && p.continues(text[at-1]) {
 		return out
 	}
-	m := p.anchored.FindStringSubmatchIndex(text[at:min(len(text), at+p.maxLen)])
+	in := text[at:min(len(text), at+p.maxLen)]
+	if p.needAssign && strings.IndexAny(in[:min(len(in), assignLookahead)], ":=") < 0 {
+		return out // "token budget", "the secret is": prose, not an assignment
+	}
+	if p.custom != nil {
+		if m := p.custom(in); m != nil {
+			return s.accept(text, pi, at, m, out)
+		}
+		return out
+	}
+	if p.simple != nil {
+		l := p.simple.match(in)
+		if l < 0 {
+			return out
+		}
+		m := [2]int{0, l}
+		return s.accept(text, pi, at, m[:], out)
+	}
+	m := p.anchored.FindStringSubmatchIndex(in)
 	if m == nil {
 		return out
 	}
