@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kprom"
+
+	"github.com/memstream/memstream/broker"
+	"github.com/memstream/memstream/config"
+	"github.com/memstream/memstream/consumer"
+	"github.com/memstream/memstream/defense"
+	"github.com/memstream/memstream/embed"
+	"github.com/memstream/memstream/extract"
+	"github.com/memstream/memstream/pgserver"
+	"github.com/memstream/memstream/pipeline"
+	"github.com/memstream/memstream/recall"
+	"github.com/memstream/memstream/recallapi"
+	"github.com/memstream/memstream/store"
+)
+
+// roles selects what a process runs (SPEC §2 serve --roles).
+type roles struct{ ingest, api, worker bool }
+
+func parseRoles(s string) (roles, error) {
+	var r roles
+	for _, p := range strings.Split(s, ",") {
+		switch strings.TrimSpace(p) {
+		case "ingest":
+			r.ingest = true
+		case "api":
+			r.api = true
+		case "worker":
+			r.worker = true
+		case "":
+		default:
+			return r, fmt.Errorf("--roles: unknown role %q (ingest, api, worker)", p)
+		}
+	}
+	if !r.ingest && !r.api && !r.worker {
+		return r, errors.New("--roles: name at least one of ingest, api, worker")
+	}
+	return r, nil
+}
+
+// app is the wired process: main builds it, runs it and stops it.
+type app struct {
+	cfg   config.Config
+	log   *slog.Logger
+	reg   *prometheus.Registry
+	pg    *pgserver.Server
+	st    *store.Store
+	kafka *broker.Embedded
+	prod  *kgo.Client
+	pipe  *pipeline.Pipeline
+	cons  *consumer.Consumer
+	api   *recallapi.Server
+	// apiAddr receives the bound HTTP address once listening.
+	apiAddr chan string
+}
+
+func newLogger(cfg config.Config, w interface{ Write([]byte) (int, error) }) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(cfg.Log.Level))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// openStore starts the managed PostgreSQL server when configured, connects
+// and migrates.
+func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.Store, *pgserver.Server, error) {
+	url := cfg.Database.URL
+	var pg *pgserver.Server
+	if cfg.Database.Embedded() {
+		var err error
+		pg, err = pgserver.Start(ctx, pgserver.Config{DataDir: cfg.PostgresDataDir(), Port: cfg.Database.EmbeddedPort}, log)
+		if err != nil {
+			return nil, nil, fmt.Errorf("database.url embedded: %w", err)
+		}
+		url = pg.URL()
+	}
+	st, err := store.Open(ctx, store.Config{URL: url, MaxConns: cfg.Database.MaxConns, Dim: cfg.Embed.Dim}, log)
+	if err != nil {
+		return nil, pg, err
+	}
+	if _, err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, pg, err
+	}
+	return st, pg, nil
+}
+
+func newEmbedder(cfg config.Config) (embed.Embedder, error) {
+	var inner embed.Embedder
+	switch cfg.Embed.Provider {
+	case "openai":
+		o, err := embed.NewOpenAI(embed.OpenAIConfig{BaseURL: cfg.Embed.BaseURL, APIKey: cfg.Embed.APIKey,
+			Model: cfg.Embed.Model, Dim: cfg.Embed.Dim, BatchSize: cfg.Embed.BatchSize})
+		if err != nil {
+			return nil, fmt.Errorf("embed: %w", err)
+		}
+		inner = o
+	default:
+		l, err := embed.NewLocal(cfg.Embed.Dim)
+		if err != nil {
+			return nil, fmt.Errorf("embed.dim: %w", err)
+		}
+		inner = l
+	}
+	if cfg.Embed.CacheSize == 0 {
+		return inner, nil
+	}
+	return embed.NewCached(inner, cfg.Embed.CacheSize)
+}
+
+func basePolicy(cfg config.Config) defense.Policy {
+	return defense.Policy{Default: defense.Action(cfg.Defense.DefaultAction), EnableEmail: cfg.Defense.EnableEmail, EnablePhone: cfg.Defense.EnablePhone}
+}
+
+// start wires every component the roles need. On error it stops what it
+// already started.
+func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Registry, log *slog.Logger) (a *app, err error) {
+	a = &app{cfg: cfg, log: log, reg: reg, apiAddr: make(chan string, 1)}
+	defer func() {
+		if err != nil {
+			a.stop(context.Background())
+		}
+	}()
+	a.st, a.pg, err = openStore(ctx, cfg, log)
+	if err != nil {
+		return a, err
+	}
+	brokers := cfg.Kafka.Brokers
+	topics := append(append([]string{}, cfg.Kafka.Topics...), cfg.Kafka.DLQTopic)
+	if cfg.Kafka.Embedded() {
+		a.kafka, err = broker.StartEmbedded(broker.EmbeddedConfig{Addr: cfg.Kafka.EmbeddedAddr, DataDir: cfg.KafkaDataDir(),
+			Topics: topics, Partitions: cfg.Kafka.EmbeddedPartitions}, log)
+		if err != nil {
+			return a, err
+		}
+		brokers = []string{a.kafka.Addr()}
+	}
+	prodMetrics := kprom.NewMetrics("memstream_kafka", kprom.Registerer(reg), kprom.WithClientLabel())
+	a.prod, err = broker.NewProducer(brokers, cfg.Kafka.ClientID+"-producer", kgo.WithHooks(prodMetrics))
+	if err != nil {
+		return a, fmt.Errorf("kafka.brokers: %w", err)
+	}
+	if err := broker.EnsureTopics(ctx, a.prod, int32(cfg.Kafka.EmbeddedPartitions), topics...); err != nil {
+		log.Warn("could not ensure topics (they may be managed externally)", slog.Any("error", err))
+	}
+	emb, err := newEmbedder(cfg)
+	if err != nil {
+		return a, err
+	}
+	salt := cfg.Defense.AuditSalt
+	if salt == "" {
+		var raw [32]byte
+		_, _ = rand.Read(raw[:])
+		if salt, err = a.st.AuditSalt(ctx, hex.EncodeToString(raw[:])); err != nil {
+			return a, err
+		}
+	}
+	gate, err := defense.NewGate(defense.GateConfig{FingerprintSalt: []byte(salt),
+		Scanner: defense.ScannerConfig{EnableEmail: cfg.Defense.EnableEmail, EnablePhone: cfg.Defense.EnablePhone}}, reg, log)
+	if err != nil {
+		return a, err
+	}
+	policies := pipeline.NewCachedPolicies(a.st, basePolicy(cfg), 5*time.Second)
+	if rl.ingest {
+		res, err := pipeline.NewStoreResolver(a.st)
+		if err != nil {
+			return a, err
+		}
+		ex, err := newExtractor(cfg, reg, log)
+		if err != nil {
+			return a, err
+		}
+		a.pipe, err = pipeline.New(pipeline.Config{
+			Lanes: cfg.Pipeline.PersistWorkers, ChannelSize: cfg.Pipeline.ChannelSize, BatchSize: cfg.Pipeline.BatchSize,
+			BatchWait: cfg.Pipeline.BatchWait, ChunkMaxChars: cfg.Pipeline.ChunkMaxChars, MaxEventBytes: cfg.Kafka.MaxEventBytes,
+			MaxRetries: cfg.Pipeline.MaxRetries,
+		}, pipeline.Deps{Gate: gate, Policies: policies, Extractor: ex, Embedder: emb, Resolver: res, Store: a.st,
+			DeadLetter: broker.NewDeadLetters(a.prod, cfg.Kafka.DLQTopic), Registerer: reg, Logger: log})
+		if err != nil {
+			return a, err
+		}
+		consMetrics := kprom.NewMetrics("memstream_kafka_consumer", kprom.Registerer(reg))
+		a.cons, err = consumer.New(consumer.Config{
+			Brokers: brokers, Topics: cfg.Kafka.Topics, Group: cfg.Kafka.Group, ClientID: cfg.Kafka.ClientID,
+			MaxInflightRecords: cfg.Kafka.MaxInflightRecords, MaxInflightBytes: cfg.Kafka.MaxInflightBytes,
+			CommitInterval: cfg.Kafka.CommitInterval, ShutdownTimeout: cfg.Kafka.ShutdownTimeout, LagInterval: 15 * time.Second,
+		}, a.pipe, reg, log, kgo.WithHooks(consMetrics))
+		if err != nil {
+			return a, err
+		}
+	}
+	if rl.api {
+		rc, err := recall.New(a.st.Pool(), emb, recall.Config{}, log)
+		if err != nil {
+			return a, err
+		}
+		ready := map[string]recallapi.Readiness{"database": a.st.Ping}
+		ready["kafka"] = func(ctx context.Context) error { return a.prod.Ping(ctx) }
+		a.api, err = recallapi.New(recallapi.Config{
+			Addr: cfg.HTTP.Addr, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, RetainWait: cfg.HTTP.RetainWait,
+			ReadTimeout: cfg.HTTP.ReadTimeout, WriteTimeout: cfg.HTTP.WriteTimeout, Auth: cfg.Auth, BasePolicy: basePolicy(cfg),
+		}, recallapi.Deps{Store: a.st, Recaller: rc, Publisher: broker.NewPublisher(a.prod, cfg.Kafka.Topics[0]), Gate: gate,
+			Ready: ready, Gatherer: reg, Registerer: reg, Logger: log, OnPolicyChange: policies.Invalidate})
+		if err != nil {
+			return a, err
+		}
+	}
+	return a, nil
+}
+
+func newExtractor(cfg config.Config, _ prometheus.Registerer, _ *slog.Logger) (pipeline.Extractor, error) {
+	switch cfg.LLM.Provider {
+	case "openai":
+		return nil, fmt.Errorf("llm.provider openai: the LLM extractor is not wired yet; use offline")
+	default:
+		return extract.NewOffline(extract.OfflineConfig{}), nil
+	}
+}
+
+// run blocks until ctx ends or a component fails, then stops everything in
+// order.
+func (a *app) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	if a.cons != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.cons.Run(ctx); err != nil {
+				errc <- fmt.Errorf("consumer: %w", err)
+			}
+		}()
+	}
+	if a.api != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.api.Serve(ctx, a.apiAddr); err != nil {
+				errc <- fmt.Errorf("http: %w", err)
+			}
+		}()
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		a.log.Error("component failed; shutting down", slog.Any("error", err))
+	}
+	if a.api != nil {
+		a.api.SetDraining()
+	}
+	cancel()
+	wg.Wait() // consumer drained and committed; HTTP shut down
+	a.stop(context.Background())
+	return err
+}
+
+// stop closes what start opened, in dependency order: pipeline, Kafka
+// clients, broker, pool, database server.
+func (a *app) stop(ctx context.Context) {
+	if a.pipe != nil {
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.Kafka.ShutdownTimeout)
+		_ = a.pipe.Close(cctx)
+		cancel()
+	}
+	if a.prod != nil {
+		a.prod.Close()
+	}
+	if a.kafka != nil {
+		a.kafka.Close()
+	}
+	if a.st != nil {
+		a.st.Close()
+	}
+	if a.pg != nil {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if err := a.pg.Stop(sctx); err != nil {
+			a.log.Warn("stopping managed postgres", slog.Any("error", err))
+		}
+		cancel()
+	}
+}
