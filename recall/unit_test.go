@@ -1,0 +1,186 @@
+package recall
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/goleak"
+
+	"github.com/memstream/memstream/timeparse"
+)
+
+// Recall starts goroutines per arm and for the embedding; none may outlive
+// it.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func cand(n byte, score float64) Candidate { return Candidate{ID: uuid.UUID{n}, Score: score} }
+
+func TestFuseRRF(t *testing.T) {
+	arms := []ArmTrace{
+		{Arm: ArmSemantic, Candidates: []Candidate{cand(1, .9), cand(2, .8), cand(3, .7)}},
+		{Arm: ArmKeyword, Candidates: []Candidate{cand(3, 5), cand(4, 2)}},
+	}
+	got := fuse(FusionRRF, arms, 60)
+	// 3 is second-ish in both lists: 1/63 + 1/61 beats 1's lone 1/61.
+	order := []byte{}
+	for _, f := range got {
+		order = append(order, f.ID[0])
+	}
+	if !slices.Equal(order, []byte{3, 1, 2, 4}) {
+		t.Fatalf("rrf order = %v, want [3 1 2 4]", order)
+	}
+	if got[0].Rel != 1 || got[0].Semantic != .7 || got[0].Keyword != 5 {
+		t.Errorf("top = %+v", got[0])
+	}
+	want1 := (1.0 / 61) / (1.0/63 + 1.0/61)
+	if math.Abs(got[1].Rel-want1) > 1e-12 {
+		t.Errorf("rel of 1 = %g, want %g", got[1].Rel, want1)
+	}
+}
+
+func TestFuseInterleave(t *testing.T) {
+	arms := []ArmTrace{
+		{Arm: ArmSemantic, Candidates: []Candidate{cand(1, .9), cand(2, .8), cand(3, .7)}},
+		{Arm: ArmKeyword, Candidates: []Candidate{cand(1, 5), cand(4, 2)}},
+		{Arm: ArmTemporal, Candidates: []Candidate{cand(5, 1)}},
+	}
+	var order []byte
+	for _, f := range fuse(FusionInterleave, arms, 60) {
+		order = append(order, f.ID[0])
+	}
+	// round 1: 1 (semantic), 1 again (skipped), 5; round 2: 2, 4; round 3: 3
+	if !slices.Equal(order, []byte{1, 5, 2, 4, 3}) {
+		t.Fatalf("interleave order = %v, want [1 5 2 4 3]", order)
+	}
+}
+
+func TestRecencyIsPeriodAware(t *testing.T) {
+	now := time.Date(2025, 6, 11, 12, 0, 0, 0, time.UTC)
+	half := 90 * 24 * time.Hour
+	plain := &query{Request: Request{QueryTime: now}}
+	if got := recency(now, plain, half); got != 1 {
+		t.Errorf("fresh fact recency = %g, want 1", got)
+	}
+	if got := recency(now.Add(-half), plain, half); math.Abs(got-(recencyFloor+(1-recencyFloor)/2)) > 1e-9 {
+		t.Errorf("one half-life recency = %g", got)
+	}
+	old := time.Date(2019, 3, 10, 0, 0, 0, 0, time.UTC)
+	inMarch := &query{Request: Request{QueryTime: now}, windows: timeparse.Parse("in March 2019", now)}
+	if len(inMarch.windows) == 0 {
+		t.Fatal("timeparse found no window in 'in March 2019'")
+	}
+	if got := recency(old, inMarch, half); got != 1 {
+		t.Errorf("fact inside the named period decayed: %g", got)
+	}
+	if a, b := recency(old.AddDate(0, 2, 0), inMarch, half), recency(old.AddDate(0, 0, 30), inMarch, half); !(a < b && b < 1) {
+		t.Errorf("outside the period, farther should decay more: %g vs %g", a, b)
+	}
+	if got := recency(old, plain, -1); got != 1 {
+		t.Errorf("disabled recency = %g", got)
+	}
+}
+
+func TestTrendAndProofOrder(t *testing.T) {
+	now := time.Date(2025, 6, 11, 12, 0, 0, 0, time.UTC)
+	q := &query{Request: Request{QueryTime: now}}
+	mk := func(n byte, proof int, trend string) hydrated {
+		return hydrated{Result: Result{ID: uuid.UUID{n}, MentionedAt: now, ProofCount: proof, Trend: trend}, sim: .5}
+	}
+	hs := []hydrated{mk(1, 1, "STALE"), mk(2, 1, ""), mk(3, 1, "STRENGTHENING"), mk(4, 10, "")}
+	fs := []fused{{ID: uuid.UUID{1}, Rel: 1}, {ID: uuid.UUID{2}, Rel: 1}, {ID: uuid.UUID{3}, Rel: 1}, {ID: uuid.UUID{4}, Rel: 1}}
+	scoreResults(hs, fs, q, Config{}.WithDefaults())
+	var order []byte
+	for _, h := range hs {
+		order = append(order, h.ID[0])
+	}
+	// proof 10: ×1.23; strengthening ×1.1; none ×1; stale ×0.9
+	if !slices.Equal(order, []byte{4, 3, 2, 1}) {
+		t.Errorf("order = %v, want [4 3 2 1]", order)
+	}
+}
+
+func TestKeywordTerms(t *testing.T) {
+	for _, c := range []struct {
+		q    string
+		want []string
+	}{
+		{"status of order A-7731-QX", []string{"status", "order", "7731", "qx", "a-7731-qx"}},
+		{"what did I do last Saturday", []string{"last", "saturday"}},
+		{"张伟去哪了", []string{"张伟", "伟去", "去哪", "哪了"}},
+		{"robert'); DROP TABLE x;--", []string{"robert", "drop", "table"}},
+	} {
+		got := keywordTerms(c.q)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("keywordTerms(%q) = %q, want %q", c.q, got, c.want)
+		}
+	}
+}
+
+func TestPickTerms(t *testing.T) {
+	stats := []termStat{{"the", 90, 100}, {"qx", 1, 100}, {"nope", 0, 100}, {"order", 30, 100}}
+	terms, idfs := pickTerms(stats, 0.5, 20)
+	if !slices.Equal(terms, []string{"qx", "order"}) {
+		t.Fatalf("terms = %v", terms)
+	}
+	if idfs[0] <= idfs[1] {
+		t.Errorf("rare term should weigh more: %v", idfs)
+	}
+	// All common: keep the rarest rather than nothing.
+	terms, _ = pickTerms([]termStat{{"a", 80, 100}, {"b", 60, 100}}, 0.5, 20)
+	if !slices.Equal(terms, []string{"b"}) {
+		t.Errorf("all-common terms = %v, want [b]", terms)
+	}
+	// Tiny bank: nothing is "common".
+	terms, _ = pickTerms([]termStat{{"a", 3, 4}}, 0.5, 20)
+	if !slices.Equal(terms, []string{"a"}) {
+		t.Errorf("tiny bank terms = %v", terms)
+	}
+}
+
+func TestQueryNames(t *testing.T) {
+	has := func(ns []nameCandidate, s string) bool {
+		return slices.ContainsFunc(ns, func(n nameCandidate) bool { return n.text == s })
+	}
+	ns := queryNames("Where did Zhang Wei move? Ask 老张去哪了")
+	for _, want := range []string{"Zhang", "Zhang Wei", "Wei", "move", "老张", "老张去哪"} {
+		if !has(ns, want) {
+			t.Errorf("queryNames misses %q", want)
+		}
+	}
+	for _, bad := range []string{"Where did Zhang", "did", "move Ask", "老"} {
+		if has(ns, bad) {
+			t.Errorf("queryNames has %q", bad)
+		}
+	}
+}
+
+// TestEstimatorNeverUnderCounts compares the fallback estimator with cl100k
+// on fixture-like texts in English, Chinese, codes and numbers.
+func TestEstimatorNeverUnderCounts(t *testing.T) {
+	bpe, err := newTokenCounter(TokenizerCL100K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{
+		"Shipment for order A-7731-QX was delayed at customs",
+		"张伟搬到深圳工作了，他说那边的天气很热。",
+		"The user's daughter starts school in September 2025 (grade 3).",
+		"1 2 3 4 5 6 7 8 9 10 11 12 123456789012345",
+		"https://example.com/a/b?c=d&e=f#g",
+		"Mixed 中文 and English, plus émojis 🎉 and ümlauts.",
+		strings.Repeat("internationalization ", 20),
+		"",
+	}
+	for _, s := range texts {
+		if e, b := (estimator{}).count(s), bpe.count(s); e < b {
+			t.Errorf("estimate %d < cl100k %d for %q", e, b, s)
+		}
+	}
+	if got := bpe.count("hello world"); got != 2 {
+		t.Errorf("cl100k(hello world) = %d, want 2", got)
+	}
+}
