@@ -99,3 +99,30 @@ func TestScanDenseSpans(t *testing.T) {
 		}
 	}
 }
+
+// TestScanConcurrent shares one Scanner between goroutines, as the pipeline
+// does; run with -race it checks the pooled scratch buffers.
+func TestScanConcurrent(t *testing.T) {
+	t.Parallel()
+	s := newTestScanner(t, ScannerConfig{})
+	text, planted := genCorpus(rand.New(rand.NewPCG(8, 9)), 1<<15, true)
+	want := len(s.Scan(text))
+	if want < len(planted) {
+		t.Fatalf("found %d findings for %d planted", want, len(planted))
+	}
+	done := make(chan int)
+	for g := 0; g < 4; g++ {
+		go func() {
+			n := 0
+			for i := 0; i < 5; i++ {
+				n = len(s.Scan(text))
+			}
+			done <- n
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if n := <-done; n != want {
+			t.Errorf("concurrent scan found %d, want %d", n, want)
+		}
+	}
+}

@@ -169,6 +169,16 @@ func TestScanPositives(t *testing.T) {
 		{"pgp block", "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n" + rep("lQdGBF", 10) + "\n-----END PGP PRIVATE KEY BLOCK-----",
 			[]string{"private_key_block"}, ""},
 		{"two findings", "ghp " + ghp + " and " + awsID, []string{"github_pat", "aws_access_key_id"}, ghp},
+		{"square sandbox-style token", "SQUARE_TOKEN=sq0atp-" + rep("Ab3_Cd4-Ef5", 2), []string{"square_access_token"}, "sq0atp-" + rep("Ab3_Cd4-Ef5", 2)},
+		{"stripe test key", "sk_test_" + rep("4eC39HqLyjWD", 2), []string{"stripe_secret_key"}, ""},
+		{"slack config token", "xoxe.xoxp-1-" + rep("Mi0yLTEyMzQ1", 10), []string{"slack_token"}, ""},
+		{"discord bot prefix", `discord_token: "Bot M` + rep("Tk2NzY4", 3) + "ab." + "G1a2b3." + rep("xYz09_-q", 4) + `"`,
+			[]string{"discord_bot_token"}, "M" + rep("Tk2NzY4", 3) + "ab." + "G1a2b3." + rep("xYz09_-q", 4)},
+		{"gitlab dotted", "glpat-" + rep("aB3dE", 5) + ".01.abc12def", []string{"gitlab_pat"}, "glpat-" + rep("aB3dE", 5) + ".01.abc12def"},
+		{"encrypted pem", "-----BEGIN ENCRYPTED PRIVATE KEY-----\n" + rep("MIIFHDBOBgkqhkiG9w0BBQ0wQTAp", 3) + "\n-----END ENCRYPTED PRIVATE KEY-----",
+			[]string{"private_key_block"}, ""},
+		{"mysql password", "mysql://root:" + rep("pA55", 3) + "@127.0.0.1/db", []string{"mysql_url_password"}, rep("pA55", 3)},
+		{"api_key in yaml", "openai:\n  api_key: \"" + rep("q1W2e3R4", 3) + "\"\n", []string{"secret_assignment"}, rep("q1W2e3R4", 3)},
 		{"bearer jwt", "Authorization: Bearer " + b64j(`{"alg":"RS256","kid":"k1"}`) + "." + b64j(`{"sub":"42"}`) + "." + rep("sIg_nAt-uRe", 4),
 			[]string{"jwt"}, ""},
 	})
@@ -203,6 +213,9 @@ func TestScanNegatives(t *testing.T) {
 		{"email off by default", "mail me at ada.lovelace@example.org", nil, ""},
 		{"phone off by default", "call +1 415 555 0123", nil, ""},
 		{"decimal digits", "pi is 3.14159265358979323846", nil, ""},
+		{"pwd path", "PWD=/home/ada/projects\nOLDPWD=/tmp", nil, ""},
+		{"password in prose", "I forgot my password again, can you remind me how to reset it?", nil, ""},
+		{"secret mention", "the secret: be kind", nil, ""},
 	})
 }
 

@@ -117,6 +117,9 @@ func genericSecret(v string) bool {
 	if strings.ContainsAny(v, "([{") {
 		return false // function call or index: password=request.form['pw']
 	}
+	if v[0] == '/' || strings.HasPrefix(v, "./") || strings.HasPrefix(v, "~/") || strings.HasPrefix(v, "../") {
+		return false // a path: PWD=/home/ada in a pasted env dump
+	}
 	return true
 }
 

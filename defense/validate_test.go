@@ -111,6 +111,8 @@ func TestGenericValueFilters(t *testing.T) {
 		{"request.form['pw']", false},
 		{"getenv(", false},
 		{"short", false},
+		{"/home/ada/src", false},
+		{"~/secrets/db.txt", false},
 	} {
 		if got := genericSecret(tc.in); got != tc.want {
 			t.Errorf("genericSecret(%q) = %v, want %v", tc.in, got, tc.want)
