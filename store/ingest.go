@@ -503,3 +503,6 @@ func (s *Store) RecordDeadLetter(ctx context.Context, topic string, partition in
 	}
 	return nil
 }
+
+// UUID is the id type of memory units, chunks and entities.
+type UUID = uuid.UUID

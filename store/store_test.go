@@ -1,0 +1,113 @@
+package store_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memstream/memstream/internal/pgtest"
+	"github.com/memstream/memstream/store"
+)
+
+func open(t *testing.T, url string, dim int) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), store.Config{URL: url, Dim: dim}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
+}
+
+func TestMigrateIsIdempotentAndGuardsDim(t *testing.T) {
+	t.Parallel()
+	url, _ := pgtest.Schema(t)
+	st := open(t, url, 16)
+	ctx := context.Background()
+	applied, err := st.Migrate(ctx)
+	if err != nil || len(applied) == 0 {
+		t.Fatalf("first migrate: %v %v", applied, err)
+	}
+	again, err := st.Migrate(ctx)
+	if err != nil || len(again) != 0 {
+		t.Fatalf("second migrate applied %v, err %v", again, err)
+	}
+	var idx int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'memory_units_embedding_idx' AND indexdef LIKE '%hnsw%'`).Scan(&idx); err != nil || idx != 1 {
+		t.Fatalf("hnsw index missing: %d %v", idx, err)
+	}
+	other := open(t, url, 32)
+	if _, err := other.Migrate(ctx); err == nil || !strings.Contains(err.Error(), "embed.dim") {
+		t.Fatalf("dimension change not refused: %v", err)
+	}
+}
+
+func TestPersistBatchIsIdempotent(t *testing.T) {
+	t.Parallel()
+	url, _ := pgtest.Schema(t)
+	st := open(t, url, 4)
+	ctx := context.Background()
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	ent := store.DeriveID("b1", "entity", "person", "alice")
+	mk := func() []store.EventRecord {
+		f1 := store.DeriveID("b1", "e1#f0")
+		f2 := store.DeriveID("b1", "e1#f1")
+		return []store.EventRecord{{
+			BankID: "b1", EventKey: "e1", DocumentID: "d1", Topic: "t", Partition: 0, Offset: 7,
+			Chunks: []store.ChunkRow{{ID: store.DeriveID("b1", "e1", "c0"), Text: "Alice moved. So she is happy.", StartedAt: at}},
+			Entities: []store.EntityRow{{ID: ent, Name: "Alice", Kind: "person", Seen: at, Mentions: 2,
+				Aliases: []store.AliasRow{{Key: "alice", Alias: "Alice"}}}},
+			Facts: []store.FactRow{
+				{ID: f1, FactType: "world", Text: "Alice moved", Embedding: []float32{1, 0, 0, 0}, MentionedAt: at, IdemKey: "e1#f0", EntityIDs: []store.UUID{ent}},
+				{ID: f2, FactType: "world", Text: "Alice is happy", Embedding: []float32{0, 1, 0, 0}, MentionedAt: at, IdemKey: "e1#f1", EntityIDs: []store.UUID{ent}},
+			},
+			Links: []store.LinkRow{{From: f1, To: f2, Type: "causes", Weight: 1}},
+			Audit: []store.AuditRow{{Label: "openai_api_key", Action: "redact", Fingerprint: "abc"}},
+		}}
+	}
+	res, err := st.PersistBatch(ctx, mk())
+	if err != nil || res.NewEvents != 1 || res.Facts != 2 {
+		t.Fatalf("first persist: %+v %v", res, err)
+	}
+	count := func() map[string]int {
+		out := map[string]int{}
+		for _, tb := range []string{"events", "documents", "chunks", "memory_units", "entities", "entity_aliases", "unit_entities", "memory_links", "defense_audit", "jobs"} {
+			var n int
+			if err := st.Pool().QueryRow(ctx, "SELECT count(*) FROM "+tb).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			out[tb] = n
+		}
+		return out
+	}
+	before := count()
+	for tb, n := range before {
+		if n == 0 {
+			t.Errorf("%s is empty after persist", tb)
+		}
+	}
+	res, err = st.PersistBatch(ctx, mk())
+	if err != nil || res.NewEvents != 0 || res.Duplicates != 1 {
+		t.Fatalf("replay persist: %+v %v", res, err)
+	}
+	after := count()
+	for tb, n := range before {
+		if after[tb] != n {
+			t.Errorf("replay changed %s: %d → %d", tb, n, after[tb])
+		}
+	}
+	stats, err := st.BankStats(ctx, "b1")
+	if err != nil || stats.Facts != 2 || stats.EventsIngested != 1 || stats.Entities != 1 {
+		t.Fatalf("stats = %+v, %v", stats, err)
+	}
+	var mentions int
+	if err := st.Pool().QueryRow(ctx, `SELECT mention_count FROM entities`).Scan(&mentions); err != nil || mentions != 2 {
+		t.Fatalf("mention_count = %d (%v), want 2 (not doubled by replay)", mentions, err)
+	}
+}
