@@ -7,11 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgvector/pgvector-go"
 
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/internal/pgtest"
@@ -563,6 +566,85 @@ func BenchmarkRecall(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		if _, err := r.Recall(ctx, Request{BankID: "b1", Query: queries[i%len(queries)], QueryTime: queryTime}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestSemanticCorrectUnderFilter forces the HNSW index (seq scans off) and
+// asks a small bank for a full pool while a big bank fills the graph: a
+// plain HNSW scan stops after ef_search neighbours, most of them the other
+// bank's, and would return too few; the iterative scan must fill the pool.
+func TestSemanticCorrectUnderFilter(t *testing.T) {
+	t.Parallel()
+	var facts []fact
+	for i := range 400 {
+		facts = append(facts, fact{key: fmt.Sprintf("big-%d", i), bank: "big", text: fmt.Sprintf("note %d about the garden and the river", i)})
+	}
+	for i := range 30 {
+		facts = append(facts, fact{key: fmt.Sprintf("small-%d", i), bank: "small", text: fmt.Sprintf("entry %d on invoices and taxes", i), tags: []string{"fin"}})
+	}
+	fx := newFixture(t, facts)
+	// Leave the planner only the HNSW index: without the bank indexes and
+	// with seq scans off, it cannot read the small bank exactly.
+	for _, ix := range []string{"memory_units_bank_type_idx", "memory_units_mentioned_idx", "memory_units_occurred_idx", "memory_units_doc_idx", "memory_units_unconsolidated_idx"} {
+		if _, err := fx.pool.Exec(context.Background(), "DROP INDEX "+ix); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := fx.pool.Exec(context.Background(), "ALTER TABLE memory_units DROP CONSTRAINT memory_units_bank_id_idempotency_key_key"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.pool.Exec(context.Background(), "ANALYZE memory_units"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fx.pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["enable_seqscan"] = "off"
+	pcfg := fx.pool.Config().Copy()
+	pcfg.ConnConfig = cfg
+	pool, err := pgxpool.NewWithConfig(context.Background(), pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+
+	var plan string
+	vec, _ := fx.emb.Embed(context.Background(), []string{"garden river"})
+	err = pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(context.Background(), "EXPLAIN "+qSemanticArm, "small", []string{}, []string{}, TagsAny, pgvector.NewHalfVector(vec[0]), 20)
+		if err != nil {
+			return err
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		plan = strings.Join(lines, "\n")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan, "memory_units_embedding_idx") {
+		t.Fatalf("plan does not use the HNSW index:\n%s", plan)
+	}
+
+	r, err := New(pool, fx.emb, Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []Request{
+		{BankID: "small", Query: "garden river", Budget: BudgetLow, Arms: []string{ArmSemantic}, Trace: true},
+		{BankID: "small", Query: "garden river", Budget: BudgetLow, Arms: []string{ArmSemantic}, Trace: true, Tags: []string{"fin"}, TagsMatch: TagsAllStrict},
+	} {
+		resp, err := r.Recall(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := armCands(resp.Trace, ArmSemantic)
+		if len(got) != 20 {
+			t.Errorf("semantic arm returned %d candidates, want the full pool of 20", len(got))
+		}
+		for _, id := range got {
+			if !strings.HasPrefix(names(fx, []uuid.UUID{id})[0], "small-") {
+				t.Errorf("candidate from another bank")
+			}
 		}
 	}
 }
