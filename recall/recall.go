@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -192,6 +191,7 @@ type RequestError struct {
 	Message string
 }
 
+// Error names the field, so a log line says what to fix.
 func (e *RequestError) Error() string { return fmt.Sprintf("recall: %s: %s", e.Field, e.Message) }
 
 // ErrAllArmsFailed is returned when every selected arm failed: there is
@@ -238,7 +238,6 @@ type query struct {
 	armSet   map[string]bool
 	tagsMode string
 
-	embedOnce sync.Once
 	embedDone chan struct{}
 	vec       []float32
 	embedErr  error
