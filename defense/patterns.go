@@ -100,6 +100,12 @@ func special(label, cat string, kind patternKind) Pattern {
 	return Pattern{Label: label, Category: cat, kind: kind}
 }
 
+// Counted repeats are kept small or written unbounded with a window
+// (maxLen) instead: Go compiles {m,n} into n instructions, and a large
+// program pushes the regexp package off its fast backtracker onto the NFA.
+// With the right-boundary check, "{24,} in a 255-byte window" rejects
+// exactly what "{24,247}" would.
+//
 // Shared value syntaxes. Context values are restricted to ASCII so a value
 // never swallows the CJK text that follows it without a space.
 const (
@@ -111,7 +117,7 @@ const (
 
 func urlPassword(label, scheme string, kws ...string) Pattern {
 	return Pattern{Label: label, Category: CategoryCredentialURL, Keywords: kws,
-		expr:  `(?i)` + scheme + `://` + urlUserinfo + `*:(` + urlUserinfo + `{1,256})@`,
+		expr:  `(?i)` + scheme + `://` + urlUserinfo + `*:(` + urlUserinfo + `+)@`,
 		group: 1, maxLen: 600, leftBound: true, validate: notPlaceholder}
 }
 
@@ -147,7 +153,7 @@ func patternList() []Pattern {
 		ctx("aws_secret_access_key", CategoryCloud, `(?i)secret[_-]?access[_-]?key`+assign+`([A-Za-z0-9/+]{40})`,
 			"secret_access_key", "secretaccesskey", "secret-access-key").tailBytes("/+"),
 		ctx("aws_session_token", CategoryCloud, `(?i)session[_-]?token`+assign+`([A-Za-z0-9/+=]{100,})`,
-			"session_token", "sessiontoken", "session-token").tailBytes("/+=").window(8, 4096),
+			"session_token", "sessiontoken", "session-token").tailBytes("/+=").window(0, 4096),
 		tok("aws_sts_session_token", CategoryCloud, `(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdz)[A-Za-z0-9/+=]{100,}`,
 			"IQoJb3JpZ2luX2Vj", "FwoGZXIvYXdz").cs().tailBytes("/+=").window(0, 4096),
 		ctx("gcp_service_account_key", CategoryCloud,
@@ -173,9 +179,9 @@ func patternList() []Pattern {
 		tok("pulumi_access_token", CategoryCloud, `pul-[a-f0-9]{40}`, "pul-"),
 		tok("supabase_access_token", CategoryCloud, `sbp_[a-f0-9]{40}`, "sbp_"),
 		tok("grafana_service_account_token", CategoryCloud, `glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}`, "glsa_"),
-		tok("grafana_cloud_token", CategoryCloud, `glc_[A-Za-z0-9+/]{32,400}={0,2}`, "glc_").tailBytes("+/="),
+		tok("grafana_cloud_token", CategoryCloud, `glc_[A-Za-z0-9+/]{32,}={0,2}`, "glc_").tailBytes("+/=").window(0, 410),
 		tok("newrelic_user_api_key", CategoryCloud, `NRAK-[A-Z0-9]{27}`, "NRAK-").cs(),
-		tok("sentry_auth_token", CategoryCloud, `(?:sntrys_[A-Za-z0-9+/=_]{100,400}|sntryu_[a-f0-9]{64})`, "sntrys_", "sntryu_").tailBytes("+/="),
+		tok("sentry_auth_token", CategoryCloud, `(?:sntrys_[A-Za-z0-9+/=_]{100,}|sntryu_[a-f0-9]{64})`, "sntrys_", "sntryu_").tailBytes("+/=").window(0, 410),
 
 		// --- Source control, CI, registries --------------------------------
 		tok("github_fine_grained_pat", CategorySourceControl, `github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}`, "github_pat_"),
@@ -184,7 +190,7 @@ func patternList() []Pattern {
 		tok("github_user_to_server_token", CategorySourceControl, `ghu_[A-Za-z0-9]{36,251}`, "ghu_"),
 		tok("github_app_token", CategorySourceControl, `ghs_[A-Za-z0-9]{36,251}`, "ghs_"),
 		tok("github_refresh_token", CategorySourceControl, `ghr_[A-Za-z0-9]{36,251}`, "ghr_"),
-		tok("gitlab_pat", CategorySourceControl, `glpat-`+b64url+`{20,}(?:\.`+b64url+`{2,100}){0,3}`, "glpat-").tailBytes("-"),
+		tok("gitlab_pat", CategorySourceControl, `glpat-`+b64url+`{20,}(?:\.`+b64url+`{2,}){0,3}`, "glpat-").tailBytes("-"),
 		tok("gitlab_runner_token", CategorySourceControl, `glrt-`+b64url+`{20,120}`, "glrt-").tailBytes("-"),
 		tok("gitlab_pipeline_trigger_token", CategorySourceControl, `glptt-[a-f0-9]{40}`, "glptt-"),
 		tok("gitlab_deploy_token", CategorySourceControl, `gldt-`+b64url+`{20,120}`, "gldt-").tailBytes("-"),
@@ -195,8 +201,8 @@ func patternList() []Pattern {
 		tok("dockerhub_pat", CategorySourceControl, `dckr_pat_`+b64url+`{27}`, "dckr_pat_").tailBytes("-"),
 
 		// --- Payments ------------------------------------------------------
-		tok("stripe_secret_key", CategoryPayment, `sk_(?:live|test)_[A-Za-z0-9]{24,247}`, "sk_live_", "sk_test_"),
-		tok("stripe_restricted_key", CategoryPayment, `rk_(?:live|test)_[A-Za-z0-9]{24,247}`, "rk_live_", "rk_test_"),
+		tok("stripe_secret_key", CategoryPayment, `sk_(?:live|test)_[A-Za-z0-9]{24,}`, "sk_live_", "sk_test_").window(0, 255),
+		tok("stripe_restricted_key", CategoryPayment, `rk_(?:live|test)_[A-Za-z0-9]{24,}`, "rk_live_", "rk_test_").window(0, 255),
 		tok("stripe_webhook_secret", CategoryPayment, `whsec_[A-Za-z0-9+/=]{32,100}`, "whsec_").tailBytes("+/="),
 		tok("square_access_token", CategoryPayment, `(?:sq0atp-`+b64url+`{22,60}|EAAA[A-Za-z0-9_+=-]{60})`, "sq0atp-", "EAAA").cs().tailBytes("-+="),
 		tok("square_oauth_secret", CategoryPayment, `sq0csp-`+b64url+`{43,60}`, "sq0csp-").tailBytes("-"),
@@ -210,8 +216,8 @@ func patternList() []Pattern {
 		tok("slack_bot_token", CategoryCommunication, `xoxb-[0-9]{8,14}-[A-Za-z0-9-]{20,200}`, "xoxb-").tailBytes("-"),
 		tok("slack_user_token", CategoryCommunication, `xoxp-[0-9]{8,14}-[A-Za-z0-9-]{20,200}`, "xoxp-").tailBytes("-"),
 		tok("slack_app_token", CategoryCommunication, `xapp-[0-9]-[A-Z0-9]{8,14}-[0-9]{8,16}-[A-Za-z0-9]{32,100}`, "xapp-"),
-		tok("slack_token", CategoryCommunication, `(?:xox[aeors]-(?:[0-9]{1,14}-)?[A-Za-z0-9-]{20,200}|xoxe\.xox[bp]-[0-9]-[A-Za-z0-9]{100,300})`,
-			"xoxa-", "xoxe-", "xoxo-", "xoxr-", "xoxs-", "xoxe.").tailBytes("-"),
+		tok("slack_token", CategoryCommunication, `(?:xox[aeors]-(?:[0-9]{1,14}-)?[A-Za-z0-9-]{20,}|xoxe\.xox[bp]-[0-9]-[A-Za-z0-9]{100,})`,
+			"xoxa-", "xoxe-", "xoxo-", "xoxr-", "xoxs-", "xoxe.").tailBytes("-").window(0, 320),
 		tok("slack_webhook_url", CategoryCommunication, `https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{20,200}`,
 			"https://hooks.slack.com/").window(0, 256).tailBytes("+/-"),
 		tok("discord_webhook_url", CategoryCommunication, `https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/`+b64url+`{60,100}`,
@@ -256,13 +262,13 @@ func patternList() []Pattern {
 
 		// --- Generic assignments: last, so every vendor rule wins. ---------
 		ctx("password_assignment", CategoryGeneric,
-			`(?i)(?:password|passwd|pwd)`+assign+`([A-Za-z0-9!#$%&*+\-./:=?@^_|~()\[\]{}]{8,128})`,
-			"password", "passwd", "pwd").check(genericSecret),
+			`(?i)(?:password|passwd|pwd)`+assign+`([A-Za-z0-9!#$%&*+\-./:=?@^_|~()\[\]{}]{8,})`,
+			"password", "passwd", "pwd").check(genericSecret).window(0, 160),
 		// The match starts at the keyword, so "client_secret" and
 		// "access_token" are covered by "secret" and "token".
 		ctx("secret_assignment", CategoryGeneric,
-			`(?i)(?:secret|token|api[_-]?key)(?:[_-]?key)?`+assign+`([A-Za-z0-9+/=_.~-]{8,256})`,
-			"secret", "token", "api_key", "apikey", "api-key").check(genericKeyValue),
+			`(?i)(?:secret|token|api[_-]?key)(?:[_-]?key)?`+assign+`([A-Za-z0-9+/=_.~-]{8,})`,
+			"secret", "token", "api_key", "apikey", "api-key").check(genericKeyValue).window(0, 300),
 
 		// --- PII ---------------------------------------------------------------
 		special("credit_card", CategoryPII, kindDigits),

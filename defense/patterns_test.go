@@ -33,6 +33,11 @@ func TestPatternLibraryShape(t *testing.T) {
 		if p.kind == kindRegex && len(p.Keywords) == 0 {
 			t.Errorf("%s: regex pattern without keywords would never run", p.Label)
 		}
+		// Unanchored windows are searched from every offset: keep them
+		// small, or dense text falls off a performance cliff.
+		if p.kind == kindRegex && p.before > 0 && p.before+p.maxLen > 512 {
+			t.Errorf("%s: unanchored window of %d bytes", p.Label, p.before+p.maxLen)
+		}
 	}
 	// Specific prefixes must come before the generic ones they overlap.
 	idx := map[string]int{}
