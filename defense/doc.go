@@ -13,11 +13,19 @@
 //     PII (Luhn for cards, mod-97 for IBANs, SSA rules for SSNs). Email and
 //     phone are opt-in.
 //   - A Scanner (scanner.go): one Aho-Corasick pass over the text finds
-//     every pattern keyword; regexes only run in small windows around the
-//     hits, and a byte loop handles digit-based PII. Clean text therefore
-//     costs one table lookup per byte. Token boundaries are checked in code
-//     (Go's regexp has no lookaround), so a key glued to CJK text matches
-//     exactly and "sk-" inside "task-1234" does not.
+//     every pattern keyword; a pattern is only tried where one of its
+//     keywords occurs, anchored at the hit, and most token shapes skip the
+//     regex engine through a matcher derived from their regex (simple.go).
+//     A byte loop handles digit-based PII (digits.go). Clean text therefore
+//     costs about one table lookup per byte. Token boundaries are checked
+//     in code (Go's regexp has no lookaround), so a key glued to CJK text
+//     matches exactly and "sk-" inside "task-1234" does not.
+//
+// Pipeline use: build one Gate at start-up (NewGate) and call Check per
+// record before chunking; store Result.Text, persist the AuditRecords,
+// and route a *BlockedError (errors.Is(err, ErrBlocked)) to the record's
+// failure path. The HTTP retain handler calls the same Check and maps
+// ErrBlocked to 422; the error text names labels only.
 //   - A Policy (policy.go) stored per bank that maps labels and categories
 //     to allow, redact or block, and a Gate (gate.go) that applies it,
 //     counts findings in Prometheus and emits audit records carrying a

@@ -108,6 +108,7 @@ type BlockedError struct {
 	Labels []string
 }
 
+// Error names the blocking labels, never the matched text.
 func (e *BlockedError) Error() string {
 	return ErrBlocked.Error() + ": " + strings.Join(e.Labels, ", ")
 }
