@@ -22,8 +22,11 @@ const (
 	CategoryPII           = "pii"
 	CategoryEmail         = "email"
 	CategoryPhone         = "phone"
-	defaultPatternMaxLen  = 512
 )
+
+// defaultPatternMaxLen bounds a token match; longer runs fail the right
+// boundary check instead of being cut.
+const defaultPatternMaxLen = 512
 
 type patternKind uint8
 
