@@ -30,7 +30,14 @@ Usage:
   memstream demo [--exit] [--config F]
   memstream produce FILE.jsonl|- [--topic T] [--bank B] [--config F]
   memstream recall --bank B [--json] [--api URL] QUERY
+  memstream reflect --bank B [--json] [--api URL] QUESTION
   memstream migrate [--config F]
+  memstream bench ingest|recall|defense|reflect [flags]
+  memstream eval gen|run [flags]
+  memstream consolidate --bank B
+  memstream export pages --bank B --out DIR
+  memstream defense rescan --bank B [--dry-run]
+  memstream dlq replay [flags]
   memstream config print [--config F]
   memstream version
 
@@ -67,8 +74,22 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdProduce(ctx, rest, stdout, stderr)
 	case "recall":
 		return cmdRecall(ctx, rest, stdout, stderr)
+	case "reflect":
+		return cmdReflect(ctx, rest, stdout, stderr)
 	case "migrate":
 		return cmdMigrate(ctx, rest, stdout, stderr)
+	case "bench":
+		return cmdBench(ctx, rest, stdout, stderr)
+	case "eval":
+		return cmdEval(ctx, rest, stdout, stderr)
+	case "consolidate":
+		return cmdConsolidate(ctx, rest, stdout, stderr)
+	case "export":
+		return cmdExport(ctx, rest, stdout, stderr)
+	case "defense":
+		return cmdDefense(ctx, rest, stdout, stderr)
+	case "dlq":
+		return cmdDLQ(ctx, rest, stdout, stderr)
 	case "config":
 		return cmdConfig(rest, stdout, stderr)
 	case "version", "--version":
