@@ -137,7 +137,10 @@ func patternList() []Pattern {
 		tok("openai_admin_key", CategoryAI, `sk-admin-`+b64url+`{20,300}`, "sk-admin-").tailBytes("-"),
 		tok("openai_service_account_key", CategoryAI, `sk-svcacct-`+b64url+`{20,300}`, "sk-svcacct-").tailBytes("-"),
 		tok("openai_legacy_key", CategoryAI, `sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}`, "sk-").window(0, 64),
-		tok("openai_api_key", CategoryAI, `sk-`+b64url+`{32,200}`, "sk-").tailBytes("-").check(mixedToken),
+		// Bare "sk-" keys (legacy OpenAI, and the many OpenAI-compatible
+		// vendors copying the shape) have no '-' or '_' in the body, which
+		// keeps kebab-case words such as "sk-learn-0-24-…" out.
+		tok("openai_api_key", CategoryAI, `sk-[A-Za-z0-9]{32,200}`, "sk-").tailBytes("-_").check(mixedToken),
 		tok("google_api_key", CategoryAI, `AIza`+b64url+`{35}`, "AIza").cs().tailBytes("-"),
 		tok("google_oauth_access_token", CategoryAI, `ya29\.`+b64url+`{20,}`, "ya29.").tailBytes("-").window(0, 4096),
 		tok("google_oauth_client_secret", CategoryAI, `GOCSPX-`+b64url+`{28}`, "GOCSPX-").cs().tailBytes("-"),

@@ -218,6 +218,8 @@ func TestScanNegatives(t *testing.T) {
 		{"email off by default", "mail me at ada.lovelace@example.org", nil, ""},
 		{"phone off by default", "call +1 415 555 0123", nil, ""},
 		{"decimal digits", "pi is 3.14159265358979323846", nil, ""},
+		{"kebab cache key", "cache-key-d41d8cd98f00b204e9800998ecf8427e", nil, ""},
+		{"kebab sk words", "see sk-learn-0-24-2-compatible-models-for-python-3-11-and-up", nil, ""},
 		{"pwd path", "PWD=/home/ada/projects\nOLDPWD=/tmp", nil, ""},
 		{"password in prose", "I forgot my password again, can you remind me how to reset it?", nil, ""},
 		{"secret mention", "the secret: be kind", nil, ""},

@@ -193,7 +193,7 @@ func mergeWindows(ws []window) []window {
 // costs well under a microsecond.
 func (s *Scanner) matchAt(text string, pi, at int, out []candidate) []candidate {
 	p := &s.patterns[pi]
-	if p.leftBound && at > 0 && text[at-1] != '=' && p.continues(text[at-1]) {
+	if p.leftBound && at > 0 && p.continuesLeft(text[at-1]) {
 		return out
 	}
 	in := text[at:min(len(text), at+p.maxLen)]
@@ -234,9 +234,8 @@ func (s *Scanner) accept(text string, pi, base int, m []int, out []candidate) []
 		return out
 	}
 	// Boundary checks live here because Go's regexp has no lookaround;
-	// they use the full text, not the window. '=' only ever continues a
-	// token on the right (base64 padding); on the left it is an assignment.
-	if p.leftBound && ms > 0 && text[ms-1] != '=' && p.continues(text[ms-1]) {
+	// they use the full text, not the window.
+	if p.leftBound && ms > 0 && p.continuesLeft(text[ms-1]) {
 		return out
 	}
 	if p.rightBound && me < len(text) && p.continues(text[me]) {
@@ -273,6 +272,14 @@ func (p *Pattern) continues(c byte) bool {
 		}
 	}
 	return false
+}
+
+// continuesLeft is continues for the byte before a match. '=' only ever
+// continues a token on the right (base64 padding); on the left it is an
+// assignment. '-' on the left means the match is the tail of a kebab-case
+// identifier ("cache-key-<md5>"), never a pasted credential.
+func (p *Pattern) continuesLeft(c byte) bool {
+	return c == '-' || (c != '=' && p.continues(c))
 }
 
 // resolve turns candidates into sorted, non-overlapping findings. Clusters
