@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -48,12 +49,16 @@ type BenchResult struct {
 	CleanBytes           int     `json:"clean_bytes"`
 	DenseBytes           int     `json:"dense_bytes"`
 	CleanFindings        int     `json:"clean_findings"`
-	DensePlanted         int     `json:"dense_planted"`
-	DenseFound           int     `json:"dense_found"`
-	DenseRecall          float64 `json:"dense_recall"`
-	Patterns             int     `json:"patterns"`
-	GOMAXPROCS           int     `json:"gomaxprocs"`
-	GoVersion            string  `json:"go_version"`
+	// NaiveCardCleanHits counts what an unvalidated "13–19 digits" card
+	// regex flags in the clean corpus; CleanFindings is our number on the
+	// same text.
+	NaiveCardCleanHits int     `json:"naive_card_clean_hits"`
+	DensePlanted       int     `json:"dense_planted"`
+	DenseFound         int     `json:"dense_found"`
+	DenseRecall        float64 `json:"dense_recall"`
+	Patterns           int     `json:"patterns"`
+	GOMAXPROCS         int     `json:"gomaxprocs"`
+	GoVersion          string  `json:"go_version"`
 }
 
 // RunBench generates a clean chat corpus and a secret-dense one, measures
@@ -74,6 +79,7 @@ func RunBench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 		DensePlanted: len(planted),
 	}
 	res.CleanFindings = len(s.Scan(clean))
+	res.NaiveCardCleanHits = len(naiveCard.FindAllStringIndex(clean, -1))
 	found := map[[2]int]string{}
 	for _, f := range s.Scan(dense) {
 		found[[2]int{f.Start, f.End}] = f.Label
@@ -133,6 +139,10 @@ func measure(ctx context.Context, min time.Duration, size int, fn func() int) (f
 		}
 	}
 }
+
+// naiveCard is the checksum-free card rule other memory systems ship; it
+// is only used to report how many false positives validation avoids.
+var naiveCard = regexp.MustCompile(`\b(?:[0-9][ -]?){12,18}[0-9]\b`)
 
 // planted records where genCorpus put a secret and what it should be
 // labelled.

@@ -93,7 +93,8 @@ type Result struct {
 	// Text has every redacted or blocked finding replaced by
 	// "[REDACTED:<label>]". Blocked findings are masked too, so a caller
 	// that ignores the error still cannot persist the secret.
-	Text          string    `json:"text"`
+	Text string `json:"text"`
+	// Findings carry offsets into the input text, not into Text.
 	Findings      []Finding `json:"findings,omitempty"`
 	Blocked       bool      `json:"blocked"`
 	BlockedLabels []string  `json:"blocked_labels,omitempty"`
