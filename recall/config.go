@@ -3,6 +3,8 @@ package recall
 import (
 	"fmt"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // BudgetLevel is what one Request.Budget value buys.
@@ -43,6 +45,9 @@ type Config struct {
 	// models, embedded in the binary) or "estimate" (a conservative
 	// byte-based count that never under-counts).
 	Tokenizer string
+	// Registerer receives the recall metrics (memstream_recall_*). Nil
+	// keeps them in a private registry: never the global default one.
+	Registerer prometheus.Registerer
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -74,6 +79,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Tokenizer == "" {
 		c.Tokenizer = TokenizerCL100K
+	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
 	}
 	return c
 }

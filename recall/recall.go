@@ -205,6 +205,7 @@ type Recaller struct {
 	cfg  Config
 	log  *slog.Logger
 	tok  tokenCounter
+	met  *metrics
 }
 
 // New returns a Recaller over pool (opened by store.Open, which registers
@@ -225,7 +226,11 @@ func New(pool *pgxpool.Pool, emb Embedder, cfg Config, log *slog.Logger) (*Recal
 	if err != nil {
 		return nil, err
 	}
-	return &Recaller{pool: pool, emb: emb, cfg: cfg, log: log, tok: tok}, nil
+	met, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Recaller{pool: pool, emb: emb, cfg: cfg, log: log, tok: tok, met: met}, nil
 }
 
 // query is a validated request with its derived settings, shared read-only
@@ -333,9 +338,27 @@ type armFunc func(ctx context.Context, q *query) (cands []Candidate, note string
 // when ctx ends, when every selected arm fails, or when hydration fails.
 func (r *Recaller) Recall(ctx context.Context, req Request) (Response, error) {
 	start := time.Now()
+	resp, used, err := r.recall(ctx, req, start)
+	outcome := "ok"
+	var rerr *RequestError
+	switch {
+	case errors.As(err, &rerr):
+		outcome = "invalid"
+	case err != nil:
+		outcome = "error"
+	default:
+		r.met.results.Add(float64(len(resp.Results)))
+		r.met.tokens.Add(float64(used))
+	}
+	r.met.recallSecs.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
+	return resp, err
+}
+
+// recall is Recall without the metrics; it also returns the tokens used.
+func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Response, int, error) {
 	q, err := r.prepare(req)
 	if err != nil {
-		return Response{}, err
+		return Response{}, 0, err
 	}
 
 	// The embedding is shared by three arms; compute it once, while the
@@ -382,8 +405,11 @@ func (r *Recaller) Recall(ctx context.Context, req Request) (Response, error) {
 			defer cancel()
 			t0 := time.Now()
 			cands, note, err := fn(actx, q)
-			tr.DurationMS = ms(time.Since(t0))
+			d := time.Since(t0)
+			tr.DurationMS = ms(d)
+			r.met.armSeconds.WithLabelValues(tr.Arm).Observe(d.Seconds())
 			if err != nil {
+				r.met.armFailed(tr.Arm, err, actx.Err())
 				tr.Error = err.Error()
 				r.log.Warn("recall arm failed", slog.String("bank_id", q.BankID), slog.String("arm", tr.Arm),
 					slog.Float64("duration_ms", tr.DurationMS), slog.String("error", err.Error()))
@@ -396,7 +422,7 @@ func (r *Recaller) Recall(ctx context.Context, req Request) (Response, error) {
 	_ = g.Wait()
 	<-q.embedDone // the goroutine must not outlive Recall
 	if err := ctx.Err(); err != nil {
-		return Response{}, fmt.Errorf("recall bank %s: %w", q.BankID, err)
+		return Response{}, 0, fmt.Errorf("recall bank %s: %w", q.BankID, err)
 	}
 	failed := 0
 	for _, t := range traces {
@@ -409,7 +435,7 @@ func (r *Recaller) Recall(ctx context.Context, req Request) (Response, error) {
 		for _, t := range traces {
 			errs = append(errs, fmt.Errorf("%s: %s", t.Arm, t.Error))
 		}
-		return Response{}, fmt.Errorf("recall bank %s: %w: %w", q.BankID, ErrAllArmsFailed, errors.Join(errs...))
+		return Response{}, 0, fmt.Errorf("recall bank %s: %w: %w", q.BankID, ErrAllArmsFailed, errors.Join(errs...))
 	}
 
 	fs := fuse(q.Fusion, traces, r.cfg.RRFK)
@@ -418,7 +444,7 @@ func (r *Recaller) Recall(ctx context.Context, req Request) (Response, error) {
 	if len(fs) > 0 {
 		hs, err := r.hydrate(ctx, q, fs)
 		if err != nil {
-			return Response{}, fmt.Errorf("recall bank %s: %w", q.BankID, err)
+			return Response{}, 0, fmt.Errorf("recall bank %s: %w", q.BankID, err)
 		}
 		scoreResults(hs, fs, q, r.cfg)
 		hs, used, dropped = r.fitBudget(hs, q.MaxTokens)
@@ -437,7 +463,7 @@ func (r *Recaller) Recall(ctx context.Context, req Request) (Response, error) {
 		t.TotalMS = ms(time.Since(start))
 		resp.Trace = t
 	}
-	return resp, nil
+	return resp, used, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -207,7 +207,7 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 		}
 	}
 	if rl.api {
-		rc, err := recall.New(a.st.Pool(), emb, recall.Config{}, log)
+		rc, err := recall.New(a.st.Pool(), emb, recall.Config{Registerer: reg}, log)
 		if err != nil {
 			return a, err
 		}
