@@ -1,0 +1,198 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/memstream/memstream/internal/pgtest"
+	"github.com/memstream/memstream/store"
+)
+
+// migrated returns a store on a fresh schema.
+func migrated(t *testing.T, dim int) *store.Store {
+	t.Helper()
+	url, _ := pgtest.Schema(t)
+	st := open(t, url, dim)
+	if _, err := st.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// persistFacts stores n facts of one bank through PersistBatch, which also
+// enqueues the bank's consolidation job.
+func persistFacts(t *testing.T, st *store.Store, bank string, n int, at time.Time) {
+	t.Helper()
+	var evs []store.EventRecord
+	for i := 0; i < n; i++ {
+		key := fmt.Sprintf("%s-%d-e%d", bank, at.UnixNano(), i)
+		evs = append(evs, store.EventRecord{BankID: bank, EventKey: key, DocumentID: "d",
+			Facts: []store.FactRow{{ID: store.DeriveID(bank, key), FactType: "world", Text: "fact " + key,
+				Embedding: []float32{1, 0, 0, 0}, MentionedAt: at, IdemKey: key}}})
+	}
+	if _, err := st.PersistBatch(context.Background(), evs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestJobClaimSkipsLockedAndPausedBanks(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	persistFacts(t, st, "a", 2, at)
+	persistFacts(t, st, "b", 1, at)
+	// A second persist for a bank whose job is still available collapses
+	// into the same job.
+	persistFacts(t, st, "a", 3, at)
+	var n int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM jobs`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("jobs = %d, %v; want 2", n, err)
+	}
+
+	if err := st.SetConsolidationState(ctx, "b", store.ConsolidationPaused); err != nil {
+		t.Fatal(err)
+	}
+	j1, err := st.ClaimJob(ctx, store.JobConsolidate, "w1")
+	if err != nil || j1.BankID != "a" || j1.Attempts != 1 || j1.LockedBy != "w1" {
+		t.Fatalf("claim 1: %+v %v", j1, err)
+	}
+	// a is running, b is paused: nothing else is claimable.
+	if _, err := st.ClaimJob(ctx, store.JobConsolidate, "w2"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("claim with paused bank: %v, want ErrNotFound", err)
+	}
+	if err := st.SetConsolidationState(ctx, "b", store.ConsolidationRunning); err != nil {
+		t.Fatal(err)
+	}
+	j2, err := st.ClaimJob(ctx, store.JobConsolidate, "w2")
+	if err != nil || j2.BankID != "b" {
+		t.Fatalf("claim after resume: %+v %v", j2, err)
+	}
+	if err := st.CompleteJob(ctx, j2.ID, "w2"); err != nil {
+		t.Fatal(err)
+	}
+	var state string
+	if err := st.Pool().QueryRow(ctx, `SELECT state FROM jobs WHERE id = $1`, j2.ID).Scan(&state); err != nil || state != "done" {
+		t.Fatalf("completed job state %q %v", state, err)
+	}
+	if err := st.SetConsolidationState(ctx, "nope", store.ConsolidationPaused); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("pause of a missing bank: %v", err)
+	}
+	if err := st.SetConsolidationState(ctx, "a", "stopped"); err == nil {
+		t.Fatal("bad state accepted")
+	}
+}
+
+func TestJobFailBacksOffAndRetires(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	persistFacts(t, st, "a", 1, time.Now())
+	if _, err := st.Pool().Exec(ctx, `UPDATE jobs SET max_attempts = 2`); err != nil {
+		t.Fatal(err)
+	}
+	j, err := st.ClaimJob(ctx, store.JobConsolidate, "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, err := st.FailJob(ctx, j.ID, "w1", time.Hour, errors.New("boom"))
+	if err != nil || state != "available" {
+		t.Fatalf("fail 1: %q %v", state, err)
+	}
+	// The retry is an hour away: not claimable now.
+	if _, err := st.ClaimJob(ctx, store.JobConsolidate, "w1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("claimed before backoff elapsed: %v", err)
+	}
+	var lastErr string
+	if err := st.Pool().QueryRow(ctx, `SELECT last_error FROM jobs WHERE id = $1 AND run_at > now() + interval '59 minutes'`, j.ID).Scan(&lastErr); err != nil || lastErr != "boom" {
+		t.Fatalf("backoff not recorded: %q %v", lastErr, err)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE jobs SET run_at = now()`); err != nil {
+		t.Fatal(err)
+	}
+	j, err = st.ClaimJob(ctx, store.JobConsolidate, "w1")
+	if err != nil || j.Attempts != 2 {
+		t.Fatalf("second claim: %+v %v", j, err)
+	}
+	if state, err = st.FailJob(ctx, j.ID, "w1", time.Second, errors.New("boom again")); err != nil || state != "failed" {
+		t.Fatalf("fail 2: %q %v, want failed", state, err)
+	}
+	// A worker that no longer holds the lock cannot touch the job.
+	if _, err := st.FailJob(ctx, j.ID, "w1", time.Second, nil); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("fail of a job not held: %v", err)
+	}
+}
+
+func TestJobReclaimAfterCrash(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	persistFacts(t, st, "a", 1, time.Now())
+	j, err := st.ClaimJob(ctx, store.JobConsolidate, "crashed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.ReclaimStaleJobs(ctx, time.Minute); err != nil || n != 0 {
+		t.Fatalf("reclaimed a fresh lock: %d %v", n, err)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE jobs SET locked_at = now() - interval '2 minutes'`); err != nil {
+		t.Fatal(err)
+	}
+	// Meanwhile new facts enqueued a fresh job for the bank: the stale one
+	// is retired instead of colliding with it on the unique key.
+	persistFacts(t, st, "a", 2, time.Now())
+	if n, err := st.ReclaimStaleJobs(ctx, time.Minute); err != nil || n != 1 {
+		t.Fatalf("reclaim: %d %v", n, err)
+	}
+	var states []string
+	if err := st.Pool().QueryRow(ctx, `SELECT array_agg(state ORDER BY id) FROM jobs`).Scan(&states); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(states) != "[done available]" {
+		t.Fatalf("states after reclaim = %v", states)
+	}
+	// Without a competing job the stale one becomes available again.
+	j2, err := st.ClaimJob(ctx, store.JobConsolidate, "w2")
+	if err != nil || j2.ID == j.ID {
+		t.Fatalf("claim: %+v %v", j2, err)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE jobs SET locked_at = now() - interval '2 minutes' WHERE id = $1`, j2.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.ReclaimStaleJobs(ctx, time.Minute); err != nil || n != 1 {
+		t.Fatalf("reclaim 2: %d %v", n, err)
+	}
+	j3, err := st.ClaimJob(ctx, store.JobConsolidate, "w3")
+	if err != nil || j3.ID != j2.ID || j3.Attempts != 2 {
+		t.Fatalf("reclaimed job claim: %+v %v", j3, err)
+	}
+}
+
+func TestConsolidationBacklog(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	b, err := st.ConsolidationBacklog(ctx)
+	if err != nil || b.Facts != 0 || b.OldestAge != 0 {
+		t.Fatalf("empty backlog: %+v %v", b, err)
+	}
+	persistFacts(t, st, "a", 3, time.Now())
+	persistFacts(t, st, "b", 2, time.Now())
+	if _, err := st.Pool().Exec(ctx, `UPDATE memory_units SET created_at = now() - interval '90 seconds' WHERE id = (SELECT id FROM memory_units WHERE bank_id = 'a' LIMIT 1)`); err != nil {
+		t.Fatal(err)
+	}
+	b, err = st.ConsolidationBacklog(ctx)
+	if err != nil || b.Facts != 5 || b.OldestAge < 89*time.Second || b.OldestAge > 10*time.Minute {
+		t.Fatalf("backlog: %+v %v", b, err)
+	}
+	if n, err := st.BankBacklog(ctx, "b"); err != nil || n != 2 {
+		t.Fatalf("bank backlog: %d %v", n, err)
+	}
+	banks, err := st.BanksWithBacklog(ctx)
+	if err != nil || len(banks) != 2 {
+		t.Fatalf("banks with backlog: %v %v", banks, err)
+	}
+}
