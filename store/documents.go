@@ -1,0 +1,216 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Document is one conversation or text of a bank, with what was derived
+// from it.
+type Document struct {
+	ID         string            `json:"id"`
+	BankID     string            `json:"bank_id"`
+	Context    string            `json:"context"`
+	Tags       []string          `json:"tags"`
+	Metadata   map[string]string `json:"metadata"`
+	Memories   int               `json:"memory_unit_count"`
+	Chunks     int               `json:"chunk_count"`
+	TextLength int               `json:"text_length"`
+	CreatedAt  time.Time         `json:"created_at"`
+	UpdatedAt  time.Time         `json:"updated_at"`
+}
+
+// DocumentDeletion reports what DeleteDocument removed.
+type DocumentDeletion struct {
+	MemoryUnits int `json:"memory_units_deleted"`
+	Chunks      int `json:"chunks_deleted"`
+	Events      int `json:"events_deleted"`
+	// Observations lost evidence; those left with none were invalidated.
+	ObservationsUpdated     int `json:"observations_updated"`
+	ObservationsInvalidated int `json:"observations_invalidated"`
+}
+
+const (
+	qDocumentList = `SELECT d.id, d.bank_id, d.context, d.tags, d.metadata,
+			(SELECT count(*) FROM memory_units m WHERE m.bank_id = d.bank_id AND m.document_id = d.id),
+			(SELECT count(*) FROM chunks c WHERE c.bank_id = d.bank_id AND c.document_id = d.id),
+			COALESCE((SELECT sum(length(c.text)) FROM chunks c WHERE c.bank_id = d.bank_id AND c.document_id = d.id), 0),
+			d.created_at, d.updated_at, count(*) OVER ()
+		FROM documents d WHERE d.bank_id = $1
+		ORDER BY d.updated_at DESC, d.id
+		LIMIT $2 OFFSET $3`
+	qDocumentLock  = `SELECT 1 FROM documents WHERE bank_id = $1 AND id = $2 FOR UPDATE`
+	qDocumentUnits = `SELECT id FROM memory_units WHERE bank_id = $1 AND document_id = $2`
+	// Observations citing the doomed units lose that evidence; the ones
+	// that are themselves doomed are not worth updating.
+	qDocumentObservations = `SELECT DISTINCT observation_id FROM observation_evidence
+		WHERE memory_id = ANY($1::uuid[]) AND NOT observation_id = ANY($1::uuid[])`
+	qDocumentDropEvidence = `DELETE FROM observation_evidence WHERE memory_id = ANY($1::uuid[]) OR observation_id = ANY($1::uuid[])`
+	qDocumentDropLinks    = `DELETE FROM memory_links WHERE from_id = ANY($1::uuid[]) OR to_id = ANY($1::uuid[])`
+	qDocumentDropUnitEnts = `DELETE FROM unit_entities WHERE unit_id = ANY($1::uuid[])`
+	qDocumentDropUnits    = `DELETE FROM memory_units WHERE id = ANY($1::uuid[])`
+	qDocumentDropChunks   = `DELETE FROM chunks WHERE bank_id = $1 AND document_id = $2`
+	qDocumentDropEvents   = `DELETE FROM events WHERE bank_id = $1 AND document_id = $2`
+	qDocumentDrop         = `DELETE FROM documents WHERE bank_id = $1 AND id = $2`
+	// proof_count is recounted from the evidence that is left; an
+	// observation left with no evidence has nothing to stand on.
+	qDocumentRecount = `UPDATE memory_units m SET
+			proof_count = GREATEST(ev.n, 1),
+			state = CASE WHEN ev.n = 0 THEN 'invalidated' ELSE m.state END,
+			invalid_reason = CASE WHEN ev.n = 0 THEN $2 ELSE m.invalid_reason END,
+			updated_at = now()
+		FROM (SELECT o.id, (SELECT count(*) FROM observation_evidence e WHERE e.observation_id = o.id) AS n
+		      FROM unnest($1::uuid[]) AS o(id)) ev
+		WHERE m.id = ev.id
+		RETURNING m.id, ev.n = 0, m.text`
+)
+
+// ListDocuments returns one page of a bank's documents, most recently
+// updated first, with the total.
+func (s *Store) ListDocuments(ctx context.Context, bankID string, limit, offset int) ([]Document, int, error) {
+	rows, err := s.pool.Query(ctx, qDocumentList, bankID, limit, offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list documents bank %s: %w", bankID, err)
+	}
+	defer rows.Close()
+	out := []Document{}
+	total := 0
+	for rows.Next() {
+		var d Document
+		var meta []byte
+		var units, chunks, length, n int64
+		if err := rows.Scan(&d.ID, &d.BankID, &d.Context, &d.Tags, &meta, &units, &chunks, &length,
+			&d.CreatedAt, &d.UpdatedAt, &n); err != nil {
+			return nil, 0, fmt.Errorf("list documents bank %s: %w", bankID, err)
+		}
+		if err := json.Unmarshal(meta, &d.Metadata); err != nil {
+			return nil, 0, fmt.Errorf("document %s metadata: %w", d.ID, err)
+		}
+		if d.Tags == nil {
+			d.Tags = []string{}
+		}
+		if d.Metadata == nil {
+			d.Metadata = map[string]string{}
+		}
+		d.Memories, d.Chunks, d.TextLength, total = int(units), int(chunks), int(length), int(n)
+		out = append(out, d)
+	}
+	return out, total, rows.Err()
+}
+
+// DeleteDocument removes, in one transaction, a document and everything
+// derived from it: its memory units with their entity mentions, links and
+// evidence rows, its chunks and its events rows. Observations that cited
+// its facts keep their other evidence, get proof_count recounted and a
+// history entry; one left with no evidence is invalidated.
+//
+// Removing the events rows forgets that the document's Kafka records were
+// ingested, so a deliberate replay of them would bring the document back.
+func (s *Store) DeleteDocument(ctx context.Context, bankID, docID string) (DocumentDeletion, error) {
+	var res DocumentDeletion
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		res = DocumentDeletion{}
+		var one int
+		if err := tx.QueryRow(ctx, qDocumentLock, bankID, docID).Scan(&one); err != nil {
+			return translate(err)
+		}
+		ids, err := collectUUIDs(ctx, tx, qDocumentUnits, bankID, docID)
+		if err != nil {
+			return fmt.Errorf("units: %w", err)
+		}
+		obs, err := collectUUIDs(ctx, tx, qDocumentObservations, ids)
+		if err != nil {
+			return fmt.Errorf("observations: %w", err)
+		}
+		for _, q := range []string{qDocumentDropEvidence, qDocumentDropLinks, qDocumentDropUnitEnts} {
+			if _, err := tx.Exec(ctx, q, ids); err != nil {
+				return err
+			}
+		}
+		tag, err := tx.Exec(ctx, qDocumentDropUnits, ids)
+		if err != nil {
+			return fmt.Errorf("units: %w", err)
+		}
+		res.MemoryUnits = int(tag.RowsAffected())
+		if tag, err = tx.Exec(ctx, qDocumentDropChunks, bankID, docID); err != nil {
+			return fmt.Errorf("chunks: %w", err)
+		}
+		res.Chunks = int(tag.RowsAffected())
+		if tag, err = tx.Exec(ctx, qDocumentDropEvents, bankID, docID); err != nil {
+			return fmt.Errorf("events: %w", err)
+		}
+		res.Events = int(tag.RowsAffected())
+		if len(obs) > 0 {
+			if err := recountObservations(ctx, tx, obs, ids, docID, &res); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, qDocumentDrop, bankID, docID)
+		return err
+	})
+	if err != nil {
+		return DocumentDeletion{}, fmt.Errorf("delete document %s/%s: %w", bankID, docID, err)
+	}
+	return res, nil
+}
+
+func recountObservations(ctx context.Context, tx pgx.Tx, obs, removed []uuid.UUID, docID string, res *DocumentDeletion) error {
+	reason := "source document " + docID + " deleted"
+	rows, err := tx.Query(ctx, qDocumentRecount, obs, reason)
+	if err != nil {
+		return fmt.Errorf("recount observations: %w", err)
+	}
+	type change struct {
+		id    uuid.UUID
+		empty bool
+		text  string
+	}
+	var changes []change
+	for rows.Next() {
+		var c change
+		if err := rows.Scan(&c.id, &c.empty, &c.text); err != nil {
+			rows.Close()
+			return fmt.Errorf("recount observations: %w", err)
+		}
+		changes = append(changes, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("recount observations: %w", err)
+	}
+	for _, c := range changes {
+		action := "update"
+		if c.empty {
+			action = "invalidate"
+			res.ObservationsInvalidated++
+		} else {
+			res.ObservationsUpdated++
+		}
+		if _, err := tx.Exec(ctx, qObservationHistoryAdd, c.id, action, c.text, c.text, reason, removed); err != nil {
+			return fmt.Errorf("observation history: %w", err)
+		}
+	}
+	return nil
+}
+
+func collectUUIDs(ctx context.Context, tx pgx.Tx, q string, args ...any) ([]uuid.UUID, error) {
+	rows, err := tx.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}

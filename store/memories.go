@@ -1,0 +1,189 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Memory is one memory unit as the API shows it: a world or experience
+// fact, or an observation.
+type Memory struct {
+	ID            uuid.UUID         `json:"id"`
+	BankID        string            `json:"bank_id"`
+	Type          string            `json:"type"`
+	Text          string            `json:"text"`
+	Context       string            `json:"context"`
+	OccurredStart *time.Time        `json:"occurred_start"`
+	OccurredEnd   *time.Time        `json:"occurred_end"`
+	MentionedAt   time.Time         `json:"mentioned_at"`
+	Tags          []string          `json:"tags"`
+	Metadata      map[string]string `json:"metadata"`
+	DocumentID    string            `json:"document_id"`
+	ChunkID       *uuid.UUID        `json:"chunk_id"`
+	SourceEventID string            `json:"source_event_id"`
+	ProofCount    int               `json:"proof_count"`
+	State         string            `json:"state"`
+	InvalidReason string            `json:"invalid_reason,omitempty"`
+	Trend         string            `json:"trend,omitempty"`
+	Entities      []EntityName      `json:"entities"`
+	CreatedAt     time.Time         `json:"created_at"`
+	UpdatedAt     time.Time         `json:"updated_at"`
+}
+
+// EntityName identifies an entity a memory mentions.
+type EntityName struct {
+	ID   uuid.UUID `json:"id"`
+	Name string    `json:"name"`
+}
+
+// MemoryFilter selects memories for ListMemories. Empty fields do not
+// filter.
+type MemoryFilter struct {
+	// Type is world, experience or observation.
+	Type string
+	// Q keeps memories whose text contains it, case-insensitively.
+	Q string
+	// State is valid (the default), invalidated or all.
+	State  string
+	Limit  int
+	Offset int
+}
+
+// memoryCols is shared by every memory query so that scanMemory fits all.
+// Entities are aggregated per row: merged entities are shown as their
+// survivor, since a merge moves unit_entities.
+const memoryCols = `m.id, m.bank_id, m.fact_type, m.text, m.context, m.occurred_start, m.occurred_end, m.mentioned_at,
+	m.tags, m.metadata, COALESCE(m.document_id, ''), m.chunk_id, COALESCE(m.source_event_id, ''), m.proof_count,
+	m.state, COALESCE(m.invalid_reason, ''), COALESCE(m.trend, ''),
+	COALESCE((SELECT jsonb_agg(jsonb_build_object('id', e.id, 'name', e.canonical_name) ORDER BY e.canonical_name)
+		FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id WHERE ue.unit_id = m.id), '[]'::jsonb),
+	m.created_at, m.updated_at`
+
+const (
+	qMemoryList = `SELECT ` + memoryCols + `, count(*) OVER ()
+		FROM memory_units m
+		WHERE m.bank_id = $1
+		  AND ($2 = '' OR m.fact_type = $2)
+		  AND ($3 = '' OR strpos(lower(m.text), lower($3)) > 0)
+		  AND ($4 = 'all' OR m.state = $4)
+		ORDER BY m.mentioned_at DESC, m.id
+		LIMIT $5 OFFSET $6`
+	qMemoryCount = `SELECT count(*) FROM memory_units m WHERE m.bank_id = $1
+		AND ($2 = '' OR m.fact_type = $2) AND ($3 = '' OR strpos(lower(m.text), lower($3)) > 0)
+		AND ($4 = 'all' OR m.state = $4)`
+	qMemoryGet        = `SELECT ` + memoryCols + ` FROM memory_units m WHERE m.bank_id = $1 AND m.id = $2`
+	qMemoryInvalidate = `UPDATE memory_units SET state = 'invalidated', invalid_reason = $3, updated_at = now()
+		WHERE bank_id = $1 AND id = $2
+		RETURNING fact_type, text`
+	qObservationHistoryAdd = `INSERT INTO observation_history (observation_id, action, old_text, new_text, reason, memory_ids)
+		VALUES ($1, $2, $3, $4, $5, $6)`
+)
+
+func scanMemory(r scanner, extra ...any) (Memory, error) {
+	var m Memory
+	var meta, ents []byte
+	dest := []any{&m.ID, &m.BankID, &m.Type, &m.Text, &m.Context, &m.OccurredStart, &m.OccurredEnd, &m.MentionedAt,
+		&m.Tags, &meta, &m.DocumentID, &m.ChunkID, &m.SourceEventID, &m.ProofCount, &m.State, &m.InvalidReason,
+		&m.Trend, &ents, &m.CreatedAt, &m.UpdatedAt}
+	if err := r.Scan(append(dest, extra...)...); err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(meta, &m.Metadata); err != nil {
+		return m, fmt.Errorf("memory %s metadata: %w", m.ID, err)
+	}
+	if err := json.Unmarshal(ents, &m.Entities); err != nil {
+		return m, fmt.Errorf("memory %s entities: %w", m.ID, err)
+	}
+	if m.Tags == nil {
+		m.Tags = []string{}
+	}
+	if m.Metadata == nil {
+		m.Metadata = map[string]string{}
+	}
+	return m, nil
+}
+
+// ListMemories returns one page of a bank's memories, newest mention
+// first, and the total number that match the filter.
+func (s *Store) ListMemories(ctx context.Context, bankID string, f MemoryFilter) ([]Memory, int, error) {
+	if f.State == "" {
+		f.State = "valid"
+	}
+	rows, err := s.pool.Query(ctx, qMemoryList, bankID, f.Type, f.Q, f.State, f.Limit, f.Offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list memories bank %s: %w", bankID, err)
+	}
+	defer rows.Close()
+	out := []Memory{}
+	total := 0
+	for rows.Next() {
+		var n int64
+		m, err := scanMemory(rows, &n)
+		if err != nil {
+			return nil, 0, fmt.Errorf("list memories bank %s: %w", bankID, err)
+		}
+		total = int(n)
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("list memories bank %s: %w", bankID, err)
+	}
+	if len(out) == 0 && f.Offset > 0 {
+		// The window count is lost on an empty page past the end; count
+		// separately so paging clients still learn the total.
+		total, err = s.countMemories(ctx, bankID, f)
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	return out, total, nil
+}
+
+func (s *Store) countMemories(ctx context.Context, bankID string, f MemoryFilter) (int, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, qMemoryCount, bankID, f.Type, f.Q, f.State).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count memories bank %s: %w", bankID, err)
+	}
+	return int(n), nil
+}
+
+// GetMemory returns one memory of a bank, or ErrNotFound (also when the
+// id belongs to another bank).
+func (s *Store) GetMemory(ctx context.Context, bankID string, id uuid.UUID) (Memory, error) {
+	m, err := scanMemory(s.pool.QueryRow(ctx, qMemoryGet, bankID, id))
+	if err != nil {
+		return m, fmt.Errorf("get memory %s/%s: %w", bankID, id, translate(err))
+	}
+	return m, nil
+}
+
+// InvalidateMemory marks a memory invalidated with a reason. The row stays,
+// so evidence and history that cite it remain explainable; recall skips
+// it. Invalidating an observation is recorded in its history.
+func (s *Store) InvalidateMemory(ctx context.Context, bankID string, id uuid.UUID, reason string) (Memory, error) {
+	var m Memory
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var typ, text string
+		if err := tx.QueryRow(ctx, qMemoryInvalidate, bankID, id, reason).Scan(&typ, &text); err != nil {
+			return translate(err)
+		}
+		if typ == "observation" {
+			if _, err := tx.Exec(ctx, qObservationHistoryAdd, id, "invalidate", text, nil, reason, []uuid.UUID{}); err != nil {
+				return fmt.Errorf("history: %w", err)
+			}
+		}
+		var err error
+		m, err = scanMemory(tx.QueryRow(ctx, qMemoryGet, bankID, id))
+		return err
+	})
+	if err != nil {
+		return m, fmt.Errorf("invalidate memory %s/%s: %w", bankID, id, err)
+	}
+	return m, nil
+}

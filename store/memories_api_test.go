@@ -1,0 +1,357 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/memstream/memstream/internal/pgtest"
+	"github.com/memstream/memstream/store"
+)
+
+// apiFixture holds two documents of bank b1 (d1: Alice facts, d2: a Bob
+// fact), one fact in bank b2, and two observations written the way
+// consolidation writes them: o1 rests on a d1 and a d2 fact, o2 only on a
+// d1 fact.
+type apiFixture struct {
+	st                *store.Store
+	f1, f2, f3, other uuid.UUID
+	o1, o2            uuid.UUID
+	alice, bob, carol uuid.UUID
+	at                time.Time
+}
+
+func newAPIFixture(t *testing.T) *apiFixture {
+	t.Helper()
+	url, _ := pgtest.Schema(t)
+	st := open(t, url, 4)
+	ctx := context.Background()
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	fx := &apiFixture{st: st, at: at,
+		f1: store.DeriveID("b1", "f1"), f2: store.DeriveID("b1", "f2"), f3: store.DeriveID("b1", "f3"),
+		other: store.DeriveID("b2", "x"), o1: store.DeriveID("b1", "o1"), o2: store.DeriveID("b1", "o2"),
+		alice: store.DeriveID("b1", "alice"), bob: store.DeriveID("b1", "bob"), carol: store.DeriveID("b1", "carol"),
+	}
+	vec := []float32{1, 0, 0, 0}
+	evs := []store.EventRecord{
+		{BankID: "b1", EventKey: "e1", DocumentID: "d1", Tags: []string{"t1"},
+			Chunks: []store.ChunkRow{{ID: store.DeriveID("b1", "c1"), Text: "Alice moved to Lisbon. Alice likes tea.", StartedAt: at}},
+			Entities: []store.EntityRow{
+				{ID: fx.alice, Name: "Alice", Kind: "person", Seen: at, Mentions: 2, Aliases: []store.AliasRow{{Key: "alice", Alias: "Alice"}}},
+				{ID: fx.carol, Name: "Carol", Kind: "person", Seen: at, Mentions: 1, Aliases: []store.AliasRow{{Key: "carol", Alias: "Carol"}}},
+			},
+			Facts: []store.FactRow{
+				{ID: fx.f1, FactType: "world", Text: "Alice moved to Lisbon", Embedding: vec, MentionedAt: at, IdemKey: "f1", EntityIDs: []uuid.UUID{fx.alice}},
+				{ID: fx.f2, FactType: "experience", Text: "Alice likes green tea", Embedding: vec, MentionedAt: at.Add(time.Hour), IdemKey: "f2", EntityIDs: []uuid.UUID{fx.alice, fx.carol}},
+			},
+			Links: []store.LinkRow{{From: fx.f1, To: fx.f2, Type: "causes", Weight: 1}},
+		},
+		{BankID: "b1", EventKey: "e2", DocumentID: "d2",
+			Chunks:   []store.ChunkRow{{ID: store.DeriveID("b1", "c2"), Text: "Bob visited Alice in Lisbon.", StartedAt: at}},
+			Entities: []store.EntityRow{{ID: fx.bob, Name: "Bob", Kind: "person", Seen: at.Add(48 * time.Hour), Mentions: 1, Aliases: []store.AliasRow{{Key: "bob", Alias: "Bob"}}}},
+			Facts: []store.FactRow{
+				{ID: fx.f3, FactType: "world", Text: "Bob visited Lisbon", Embedding: vec, MentionedAt: at.Add(48 * time.Hour), IdemKey: "f3", EntityIDs: []uuid.UUID{fx.bob}},
+			},
+		},
+		{BankID: "b2", EventKey: "e9", DocumentID: "d1",
+			Facts: []store.FactRow{{ID: fx.other, FactType: "world", Text: "Alice in another bank", Embedding: vec, MentionedAt: at, IdemKey: "x"}}},
+	}
+	if _, err := st.PersistBatch(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	// Observations and evidence as the consolidation worker writes them.
+	for _, o := range []struct {
+		id   uuid.UUID
+		text string
+		ev   []uuid.UUID
+	}{{fx.o1, "Alice lives in Lisbon and has visitors", []uuid.UUID{fx.f1, fx.f3}}, {fx.o2, "Alice moved recently", []uuid.UUID{fx.f1}}} {
+		if _, err := st.Pool().Exec(ctx, `INSERT INTO memory_units (id, bank_id, fact_type, text, mentioned_at, idempotency_key, proof_count, trend)
+			VALUES ($1, 'b1', 'observation', $2, $3, $4, $5, 'stable')`, o.id, o.text, at, o.id.String(), len(o.ev)); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range o.ev {
+			if _, err := st.Pool().Exec(ctx, `INSERT INTO observation_evidence (observation_id, memory_id, quote, relevance, evidence_at)
+				VALUES ($1, $2, $3, 0.8, $4)`, o.id, m, "quote of "+m.String(), at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := st.Pool().Exec(ctx, `INSERT INTO observation_history (observation_id, action, new_text, memory_ids) VALUES ($1, 'create', $2, $3)`,
+			o.id, o.text, o.ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fx
+}
+
+func TestListGetInvalidateMemories(t *testing.T) {
+	t.Parallel()
+	fx := newAPIFixture(t)
+	ctx := context.Background()
+	all, total, err := fx.st.ListMemories(ctx, "b1", store.MemoryFilter{Limit: 100})
+	if err != nil || total != 5 || len(all) != 5 {
+		t.Fatalf("list all: %d items, total %d, %v", len(all), total, err)
+	}
+	page, total, err := fx.st.ListMemories(ctx, "b1", store.MemoryFilter{Type: "world", Limit: 1, Offset: 1})
+	if err != nil || total != 2 || len(page) != 1 || page[0].ID != fx.f1 {
+		t.Fatalf("world page 2: %+v total %d %v", page, total, err)
+	}
+	past, total, err := fx.st.ListMemories(ctx, "b1", store.MemoryFilter{Type: "world", Limit: 10, Offset: 10})
+	if err != nil || total != 2 || len(past) != 0 {
+		t.Fatalf("past the end: %d items total %d %v", len(past), total, err)
+	}
+	q, _, err := fx.st.ListMemories(ctx, "b1", store.MemoryFilter{Q: "GREEN TEA", Limit: 10})
+	if err != nil || len(q) != 1 || q[0].ID != fx.f2 || q[0].Type != "experience" {
+		t.Fatalf("q filter: %+v %v", q, err)
+	}
+	if names := []string{q[0].Entities[0].Name, q[0].Entities[1].Name}; !slices.Equal(names, []string{"Alice", "Carol"}) {
+		t.Fatalf("entities of f2 = %v", names)
+	}
+	m, err := fx.st.GetMemory(ctx, "b1", fx.f1)
+	if err != nil || m.DocumentID != "d1" || m.SourceEventID != "e1" || m.State != "valid" || m.ChunkID != nil {
+		t.Fatalf("get f1: %+v %v", m, err)
+	}
+	if _, err := fx.st.GetMemory(ctx, "b1", fx.other); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another bank's memory: %v, want ErrNotFound", err)
+	}
+	inv, err := fx.st.InvalidateMemory(ctx, "b1", fx.f2, "user said it is wrong")
+	if err != nil || inv.State != "invalidated" || inv.InvalidReason != "user said it is wrong" {
+		t.Fatalf("invalidate: %+v %v", inv, err)
+	}
+	if _, total, _ := fx.st.ListMemories(ctx, "b1", store.MemoryFilter{Limit: 100}); total != 4 {
+		t.Fatalf("valid memories after invalidation = %d, want 4", total)
+	}
+	if _, total, _ := fx.st.ListMemories(ctx, "b1", store.MemoryFilter{State: "invalidated", Limit: 100}); total != 1 {
+		t.Fatalf("invalidated memories = %d, want 1", total)
+	}
+	if _, err := fx.st.InvalidateMemory(ctx, "b2", fx.f1, "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("invalidate across banks: %v", err)
+	}
+	if _, err := fx.st.InvalidateMemory(ctx, "b1", fx.o2, "contradicted"); err != nil {
+		t.Fatal(err)
+	}
+	o, err := fx.st.GetObservation(ctx, "b1", fx.o2)
+	if err != nil || len(o.History) != 2 || o.History[1].Action != "invalidate" || o.History[1].Reason != "contradicted" {
+		t.Fatalf("observation history after invalidation: %+v %v", o.History, err)
+	}
+}
+
+func TestGetObservation(t *testing.T) {
+	t.Parallel()
+	fx := newAPIFixture(t)
+	ctx := context.Background()
+	o, err := fx.st.GetObservation(ctx, "b1", fx.o1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ProofCount != 2 || o.Trend != "stable" || len(o.Evidence) != 2 || len(o.History) != 1 {
+		t.Fatalf("observation: %+v", o)
+	}
+	ids := []uuid.UUID{o.Evidence[0].MemoryID, o.Evidence[1].MemoryID}
+	if !slices.Contains(ids, fx.f1) || !slices.Contains(ids, fx.f3) || o.Evidence[0].Relevance < 0.79 || !o.Evidence[0].Timestamp.Equal(fx.at) {
+		t.Fatalf("evidence: %+v", o.Evidence)
+	}
+	if _, err := fx.st.GetObservation(ctx, "b1", fx.f1); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a fact is not an observation: %v", err)
+	}
+}
+
+func TestMergeEntityAndAliases(t *testing.T) {
+	t.Parallel()
+	fx := newAPIFixture(t)
+	ctx := context.Background()
+	if _, err := fx.st.MergeEntity(ctx, "b1", fx.carol, fx.alice); err != nil {
+		t.Fatal(err)
+	}
+	// Alice merges into Bob; Carol, merged into Alice, must follow.
+	bob, err := fx.st.MergeEntity(ctx, "b1", fx.alice, fx.bob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bob.MentionCount != 4 || !slices.Equal(bob.Aliases, []string{"Alice", "Bob", "Carol"}) || !bob.FirstSeen.Equal(fx.at) {
+		t.Fatalf("survivor: %+v", bob)
+	}
+	var n int
+	if err := fx.st.Pool().QueryRow(ctx, `SELECT count(*) FROM unit_entities WHERE entity_id = ANY($1)`, []uuid.UUID{fx.alice, fx.carol}).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("unit_entities left on merged entities: %d %v", n, err)
+	}
+	d, err := fx.st.GetEntity(ctx, "b1", fx.bob)
+	if err != nil || len(d.Memories) != 3 {
+		t.Fatalf("bob's facts after merge: %+v %v", d.Memories, err)
+	}
+	carol, err := fx.st.GetEntity(ctx, "b1", fx.carol)
+	if err != nil || carol.MergedInto == nil || *carol.MergedInto != fx.bob || len(carol.Aliases) != 0 {
+		t.Fatalf("carol after chained merge: %+v %v", carol.Entity, err)
+	}
+	list, total, err := fx.st.ListEntities(ctx, "b1", "", 10, 0)
+	if err != nil || total != 1 || list[0].ID != fx.bob {
+		t.Fatalf("live entities: %+v %d %v", list, total, err)
+	}
+	if hits, _, _ := fx.st.ListEntities(ctx, "b1", "caro", 10, 0); len(hits) != 1 || hits[0].ID != fx.bob {
+		t.Fatalf("alias search: %+v", hits)
+	}
+	for name, c := range map[string]struct {
+		src, into uuid.UUID
+		bank      string
+		want      error
+	}{
+		"self":           {fx.bob, fx.bob, "b1", store.ErrInvalidMerge},
+		"already merged": {fx.alice, fx.bob, "b1", store.ErrInvalidMerge},
+		"into merged":    {fx.bob, fx.carol, "b1", store.ErrInvalidMerge},
+		"other bank":     {fx.bob, fx.alice, "b2", store.ErrNotFound},
+		"unknown entity": {uuid.New(), fx.bob, "b1", store.ErrNotFound},
+	} {
+		if _, err := fx.st.MergeEntity(ctx, c.bank, c.src, c.into); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
+	}
+	e, err := fx.st.AddEntityAlias(ctx, "b1", fx.bob, "Bobby", []string{"bobby", "robert"})
+	if err != nil || !slices.Contains(e.Aliases, "Bobby") {
+		t.Fatalf("add alias: %+v %v", e, err)
+	}
+	if err := fx.st.Pool().QueryRow(ctx, `SELECT count(*) FROM entity_aliases WHERE entity_id = $1 AND alias = 'Bobby'`, fx.bob).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("alias keys stored: %d %v", n, err)
+	}
+	if _, err := fx.st.AddEntityAlias(ctx, "b1", fx.alice, "Al", []string{"al"}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("alias on a merged entity: %v", err)
+	}
+	if _, err := fx.st.AddEntityAlias(ctx, "b2", fx.bob, "Al", []string{"al"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("alias across banks: %v", err)
+	}
+}
+
+func TestMentalModelsNotify(t *testing.T) {
+	t.Parallel()
+	fx := newAPIFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan struct{})
+	got := make(chan string, 16)
+	done := make(chan error, 1)
+	go func() {
+		done <- fx.st.ListenMentalModels(ctx, func() { close(ready) }, func(b, id string) { got <- b + "/" + id })
+	}()
+	<-ready
+	m, err := fx.st.CreateMentalModel(ctx, store.MentalModel{BankID: "fresh-bank", Name: "prefs", SourceQuery: "What does Alice like?", MaxTokens: 512})
+	if err != nil || m.ID == uuid.Nil || m.MaxTokens != 512 || len(m.Tags) != 0 {
+		t.Fatalf("create: %+v %v", m, err)
+	}
+	if _, err := fx.st.CreateMentalModel(ctx, store.MentalModel{BankID: "fresh-bank", Name: "prefs", SourceQuery: "q", MaxTokens: 1}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("duplicate name: %v", err)
+	}
+	content := "Alice likes tea."
+	tags := []string{"food"}
+	up, err := fx.st.UpdateMentalModel(ctx, "fresh-bank", m.ID, store.MentalModelPatch{Content: &content, Tags: &tags})
+	if err != nil || up.Content != content || !slices.Equal(up.Tags, tags) || up.Name != "prefs" {
+		t.Fatalf("update: %+v %v", up, err)
+	}
+	want := "fresh-bank/" + m.ID.String()
+	waitFor := func(what string) {
+		t.Helper()
+		for {
+			select {
+			case p := <-got:
+				if p == want {
+					return
+				}
+				// Other tests' schemas share the database's channel.
+			case <-time.After(10 * time.Second):
+				t.Fatalf("no notification after %s", what)
+			}
+		}
+	}
+	waitFor("update")
+	if _, err := fx.st.UpdateMentalModel(ctx, "b1", m.ID, store.MentalModelPatch{Content: &content}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("update across banks: %v", err)
+	}
+	var hist int
+	if err := fx.st.Pool().QueryRow(ctx, `SELECT count(*) FROM mental_model_history WHERE mental_model_id = $1`, m.ID).Scan(&hist); err != nil || hist != 1 {
+		t.Fatalf("history rows: %d %v", hist, err)
+	}
+	list, err := fx.st.ListMentalModels(ctx, "fresh-bank")
+	if err != nil || len(list) != 1 {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	if err := fx.st.DeleteMentalModel(ctx, "fresh-bank", m.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("delete")
+	if err := fx.st.DeleteMentalModel(ctx, "fresh-bank", m.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+	if _, err := fx.st.GetMentalModel(ctx, "fresh-bank", m.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("get after delete: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("listener ended with %v", err)
+	}
+}
+
+func TestDeleteDocumentRemovesDerivedRows(t *testing.T) {
+	t.Parallel()
+	fx := newAPIFixture(t)
+	ctx := context.Background()
+	docs, total, err := fx.st.ListDocuments(ctx, "b1", 10, 0)
+	if err != nil || total != 2 || len(docs) != 2 {
+		t.Fatalf("documents: %+v %d %v", docs, total, err)
+	}
+	for _, d := range docs {
+		if d.ID == "d1" && (d.Memories != 2 || d.Chunks != 1 || d.TextLength == 0 || !slices.Equal(d.Tags, []string{"t1"})) {
+			t.Fatalf("d1 listed as %+v", d)
+		}
+	}
+	res, err := fx.st.DeleteDocument(ctx, "b1", "d1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := store.DocumentDeletion{MemoryUnits: 2, Chunks: 1, Events: 1, ObservationsUpdated: 1, ObservationsInvalidated: 1}
+	if res != want {
+		t.Fatalf("deletion = %+v, want %+v", res, want)
+	}
+	count := func(q string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := fx.st.Pool().QueryRow(ctx, q, args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	d1 := []uuid.UUID{fx.f1, fx.f2}
+	for q, want := range map[string]int{
+		`SELECT count(*) FROM memory_units WHERE id = ANY($1)`:                                               0,
+		`SELECT count(*) FROM unit_entities WHERE unit_id = ANY($1)`:                                         0,
+		`SELECT count(*) FROM memory_links WHERE from_id = ANY($1) OR to_id = ANY($1)`:                       0,
+		`SELECT count(*) FROM observation_evidence WHERE memory_id = ANY($1)`:                                0,
+		`SELECT count(*) FROM chunks WHERE bank_id = 'b1' AND document_id = 'd1' AND $1::uuid[] IS NOT NULL`: 0,
+		`SELECT count(*) FROM events WHERE bank_id = 'b1' AND document_id = 'd1' AND $1::uuid[] IS NOT NULL`: 0,
+	} {
+		if n := count(q, d1); n != want {
+			t.Errorf("%s = %d, want %d", q, n, want)
+		}
+	}
+	// The other bank's d1 and the bank's d2 are untouched.
+	if n := count(`SELECT count(*) FROM memory_units WHERE id = ANY($1)`, []uuid.UUID{fx.other, fx.f3}); n != 2 {
+		t.Fatalf("unrelated facts deleted: %d left of 2", n)
+	}
+	o1, err := fx.st.GetObservation(ctx, "b1", fx.o1)
+	if err != nil || o1.ProofCount != 1 || o1.State != "valid" || len(o1.Evidence) != 1 || o1.History[len(o1.History)-1].Action != "update" {
+		t.Fatalf("o1 after delete: %+v %v", o1, err)
+	}
+	o2, err := fx.st.GetObservation(ctx, "b1", fx.o2)
+	if err != nil || o2.State != "invalidated" || o2.InvalidReason != "source document d1 deleted" {
+		t.Fatalf("o2 after delete: %+v %v", o2, err)
+	}
+	if _, err := fx.st.DeleteDocument(ctx, "b1", "d1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+	if st, _ := fx.st.BankStats(ctx, "b1"); st.Documents != 1 || st.EventsIngested != 1 {
+		t.Fatalf("stats after delete: %+v", st)
+	}
+}

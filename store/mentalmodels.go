@@ -1,0 +1,221 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// MentalModelChannel is the Postgres NOTIFY channel on which every write to
+// a mental model is announced, so that each API replica can drop its
+// cached copy. The payload is "bank_id/id"; bank ids cannot contain '/'.
+const MentalModelChannel = "memstream_mental_models"
+
+// MentalModel is a named, refreshable answer to a standing question.
+type MentalModel struct {
+	ID              uuid.UUID       `json:"id"`
+	BankID          string          `json:"bank_id"`
+	Name            string          `json:"name"`
+	SourceQuery     string          `json:"source_query"`
+	Content         string          `json:"content"`
+	Tags            []string        `json:"tags"`
+	MaxTokens       int             `json:"max_tokens"`
+	BasedOn         json.RawMessage `json:"based_on"`
+	LastRefreshedAt *time.Time      `json:"last_refreshed_at"`
+	CreatedAt       time.Time       `json:"created_at"`
+	UpdatedAt       time.Time       `json:"updated_at"`
+}
+
+// MentalModelPatch changes the fields that are not nil.
+type MentalModelPatch struct {
+	Name        *string
+	SourceQuery *string
+	Content     *string
+	Tags        *[]string
+	MaxTokens   *int
+}
+
+const mentalModelCols = `id, bank_id, name, source_query, content, tags, max_tokens, based_on, last_refreshed_at, created_at, updated_at`
+
+const (
+	qMentalModelList = `SELECT ` + mentalModelCols + ` FROM mental_models WHERE bank_id = $1 ORDER BY name LIMIT 1000`
+	qMentalModelGet  = `SELECT ` + mentalModelCols + ` FROM mental_models WHERE bank_id = $1 AND id = $2`
+	// Creating a model for a bank that has no profile yet creates the
+	// bank, as retain does.
+	qMentalModelEnsureBank = `INSERT INTO banks (id, name) VALUES ($1, $1) ON CONFLICT (id) DO NOTHING`
+	qMentalModelInsert     = `INSERT INTO mental_models (id, bank_id, name, source_query, content, tags, max_tokens)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ` + mentalModelCols
+	qMentalModelUpdate = `UPDATE mental_models SET
+			name = COALESCE($3, name), source_query = COALESCE($4, source_query), content = COALESCE($5, content),
+			tags = COALESCE($6, tags), max_tokens = COALESCE($7, max_tokens), updated_at = now()
+		WHERE bank_id = $1 AND id = $2 RETURNING ` + mentalModelCols
+	qMentalModelHistoryAdd = `INSERT INTO mental_model_history (mental_model_id, content) VALUES ($1, $2)`
+	qMentalModelDelete     = `DELETE FROM mental_models WHERE bank_id = $1 AND id = $2`
+	qMentalModelNotify     = `SELECT pg_notify($1, $2)`
+)
+
+func scanMentalModel(r scanner) (MentalModel, error) {
+	var m MentalModel
+	var n int32
+	err := r.Scan(&m.ID, &m.BankID, &m.Name, &m.SourceQuery, &m.Content, &m.Tags, &n, &m.BasedOn,
+		&m.LastRefreshedAt, &m.CreatedAt, &m.UpdatedAt)
+	m.MaxTokens = int(n)
+	if m.Tags == nil {
+		m.Tags = []string{}
+	}
+	return m, err
+}
+
+// ListMentalModels returns a bank's mental models by name.
+func (s *Store) ListMentalModels(ctx context.Context, bankID string) ([]MentalModel, error) {
+	rows, err := s.pool.Query(ctx, qMentalModelList, bankID)
+	if err != nil {
+		return nil, fmt.Errorf("list mental models bank %s: %w", bankID, err)
+	}
+	defer rows.Close()
+	out := []MentalModel{}
+	for rows.Next() {
+		m, err := scanMentalModel(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list mental models bank %s: %w", bankID, err)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// GetMentalModel returns one mental model or ErrNotFound.
+func (s *Store) GetMentalModel(ctx context.Context, bankID string, id uuid.UUID) (MentalModel, error) {
+	m, err := scanMentalModel(s.pool.QueryRow(ctx, qMentalModelGet, bankID, id))
+	if err != nil {
+		return m, fmt.Errorf("get mental model %s/%s: %w", bankID, id, translate(err))
+	}
+	return m, nil
+}
+
+// CreateMentalModel stores a new mental model with a fresh id. A second
+// model with the same name in the bank is ErrConflict.
+func (s *Store) CreateMentalModel(ctx context.Context, m MentalModel) (MentalModel, error) {
+	tags := m.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	var out MentalModel
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, qMentalModelEnsureBank, m.BankID); err != nil {
+			return err
+		}
+		var err error
+		out, err = scanMentalModel(tx.QueryRow(ctx, qMentalModelInsert, uuid.New(), m.BankID, m.Name, m.SourceQuery,
+			m.Content, tags, int32(m.MaxTokens)))
+		return translate(err)
+	})
+	if err != nil {
+		return out, fmt.Errorf("create mental model %s/%s: %w", m.BankID, m.Name, err)
+	}
+	return out, nil
+}
+
+// UpdateMentalModel applies p and announces the change on
+// MentalModelChannel in the same transaction: replicas drop their cached
+// copy exactly when the new row becomes visible, never before. A content
+// change is kept in mental_model_history.
+func (s *Store) UpdateMentalModel(ctx context.Context, bankID string, id uuid.UUID, p MentalModelPatch) (MentalModel, error) {
+	var out MentalModel
+	var maxTokens *int32
+	if p.MaxTokens != nil {
+		v := int32(*p.MaxTokens)
+		maxTokens = &v
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = scanMentalModel(tx.QueryRow(ctx, qMentalModelUpdate, bankID, id, p.Name, p.SourceQuery, p.Content, p.Tags, maxTokens))
+		if err != nil {
+			return translate(err)
+		}
+		if p.Content != nil {
+			if _, err := tx.Exec(ctx, qMentalModelHistoryAdd, id, *p.Content); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, qMentalModelNotify, MentalModelChannel, bankID+"/"+id.String())
+		return err
+	})
+	if err != nil {
+		return out, fmt.Errorf("update mental model %s/%s: %w", bankID, id, err)
+	}
+	return out, nil
+}
+
+// DeleteMentalModel removes a mental model (and its history) and announces
+// it on MentalModelChannel in the same transaction.
+func (s *Store) DeleteMentalModel(ctx context.Context, bankID string, id uuid.UUID) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, qMentalModelDelete, bankID, id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return ErrNotFound
+		}
+		_, err = tx.Exec(ctx, qMentalModelNotify, MentalModelChannel, bankID+"/"+id.String())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete mental model %s/%s: %w", bankID, id, err)
+	}
+	return nil
+}
+
+// NotifyMentalModel announces a change made elsewhere (a refresh writes
+// through its own code path) so that every replica drops its copy.
+func (s *Store) NotifyMentalModel(ctx context.Context, bankID string, id uuid.UUID) error {
+	if _, err := s.pool.Exec(ctx, qMentalModelNotify, MentalModelChannel, bankID+"/"+id.String()); err != nil {
+		return fmt.Errorf("notify mental model %s/%s: %w", bankID, id, err)
+	}
+	return nil
+}
+
+// ListenMentalModels LISTENs on MentalModelChannel over a connection of its
+// own (outside the pool: it is held for as long as ctx lives) and calls
+// onChange for every notification. ready is called once LISTEN is in
+// effect; notifications sent before that are not seen, so a caller that
+// caches should drop everything in ready. It returns when ctx ends (nil)
+// or the connection fails (the error), and the caller decides whether to
+// listen again.
+func (s *Store) ListenMentalModels(ctx context.Context, ready func(), onChange func(bankID, id string)) error {
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("listen %s: connect: %w", MentalModelChannel, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+MentalModelChannel); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("listen %s: %w", MentalModelChannel, err)
+	}
+	if ready != nil {
+		ready()
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return fmt.Errorf("listen %s: %w", MentalModelChannel, err)
+		}
+		bank, id, _ := strings.Cut(n.Payload, "/")
+		onChange(bank, id)
+	}
+}
