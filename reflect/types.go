@@ -21,13 +21,17 @@ type Disposition struct {
 
 // Response is the reflect answer (SPEC §5).
 type Response struct {
-	Text             string         `json:"text"`
-	BasedOn          BasedOn        `json:"based_on"`
-	StructuredOutput any            `json:"structured_output,omitempty"`
-	Usage            Usage          `json:"usage"`
-	Trace            Trace          `json:"trace"`
-	Extractive       bool           `json:"extractive,omitempty"`
-	Extra            map[string]any `json:"-"`
+	Text             string  `json:"text"`
+	BasedOn          BasedOn `json:"based_on"`
+	StructuredOutput any     `json:"structured_output,omitempty"`
+	// StructuredOutputError says why structured_output is missing although
+	// a response_schema was given (the model's JSON failed validation
+	// twice, or the offline provider cannot fill the schema).
+	StructuredOutputError string         `json:"structured_output_error,omitempty"`
+	Usage                 Usage          `json:"usage"`
+	Trace                 Trace          `json:"trace"`
+	Extractive            bool           `json:"extractive,omitempty"`
+	Extra                 map[string]any `json:"-"`
 }
 
 // BasedOn lists the ids actually cited or used.
@@ -46,8 +50,12 @@ type Usage struct {
 
 // Trace shows how the answer was reached.
 type Trace struct {
-	Iterations int        `json:"iterations"`
-	Forced     bool       `json:"forced"`
+	Iterations int  `json:"iterations"`
+	Forced     bool `json:"forced"`
+	// StopReason says how the loop ended: done, answer (the model replied
+	// without calling done), max_iterations, budget, timeout,
+	// context_overflow, llm_error or offline.
+	StopReason string     `json:"stop_reason,omitempty"`
 	ToolCalls  []ToolCall `json:"tool_calls"`
 	LLMCalls   []LLMCall  `json:"llm_calls"`
 }

@@ -1,0 +1,300 @@
+package reflect
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// offline is the provider without an LLM: the steered tool sequence run
+// directly, then an extractive answer. It is deterministic for a given
+// bank state and clock.
+func (s *session) offline(ctx context.Context) (Response, error) {
+	cfg := s.r.cfg
+	left := cfg.ContextTokens - estimateTokens(s.systemPrompt()) - estimateTokens(s.req.Query) - cfg.AnswerTokens
+	for i, tool := range steered {
+		ceiling := min(cfg.MaxToolResultTokens, left/(len(steered)-i))
+		if ceiling < cfg.MinToolResultTokens {
+			break
+		}
+		args := toolArgs{Query: s.req.Query}
+		raw, _ := json.Marshal(map[string]string{"query": s.req.Query})
+		t0 := time.Now()
+		out, err := s.runTool(ctx, tool, args, ceiling)
+		if err != nil {
+			// With no model to read an error, a failed tool fails the call,
+			// except for a failed recall arm set, which recall itself
+			// degrades.
+			return Response{}, fmt.Errorf("reflect bank %s: %s: %w", s.req.BankID, tool, err)
+		}
+		s.recordTool(tool, string(raw), len(out), time.Since(t0))
+		s.trace.Iterations++
+		left -= estimateTokens(out)
+	}
+	s.trace.StopReason = stopOffline
+	return s.extractive(), nil
+}
+
+// Thresholds of the extractive composer.
+const (
+	// modelMatch is the share of the question's words a mental model must
+	// contain to answer it: below it, the model is about something else.
+	modelMatch = 0.6
+	// comparable is how close to the best score a candidate must be for
+	// recency and staleness, rather than relevance, to decide between them.
+	comparable = 0.8
+	// maxSupport bounds the facts quoted under the lead.
+	maxSupport = 2
+)
+
+// extractive composes an answer from the gathered sources: a lead from the
+// best mental model or observation, then the newest supporting facts, each
+// cited as [id]. When sources conflict, newer evidence and non-stale
+// observations win, because a memory bank accumulates superseded facts
+// ("I live in Beijing") next to their replacements ("I moved to
+// Shanghai").
+func (s *session) extractive() Response {
+	var parts []string
+	var cited []string
+	cite := func(src *source, text string) {
+		parts = append(parts, fmt.Sprintf("%s [%s]", strings.TrimSpace(text), src.ID))
+		cited = append(cited, src.ID)
+	}
+
+	obs := s.pick(s.obs)
+	var lead *source
+	for _, m := range s.models {
+		if m.Score >= modelMatch && strings.TrimSpace(m.Text) != "" {
+			lead = m
+			break
+		}
+	}
+	// A mental model refreshed before the best observation's newest
+	// evidence may be out of date: the observation leads then.
+	if lead != nil && obs != nil && !obs.stale(s.now) && (lead.When.IsZero() || obs.When.After(lead.When)) {
+		lead = nil
+	}
+	if lead != nil {
+		cite(lead, firstSentences(lead.Text, 400))
+	}
+	if obs != nil {
+		cite(obs, obs.Text)
+	}
+	facts := s.pick(s.facts)
+	if facts != nil {
+		// The newest of the comparably relevant facts supports the lead;
+		// older ones follow, labelled, so the reader sees what changed.
+		support := s.comparableNewestFirst(s.facts)
+		for i, f := range support {
+			if i >= maxSupport {
+				break
+			}
+			date := ""
+			if !f.When.IsZero() {
+				date = " (" + f.When.UTC().Format(time.DateOnly) + ")"
+			}
+			prefix := "Most recent memory" + date + ": "
+			if i > 0 {
+				prefix = "Earlier" + date + ": "
+			}
+			if lead == nil && obs == nil && i == 0 {
+				prefix = ""
+			}
+			cite(f, prefix+f.Text)
+		}
+	}
+	if len(parts) == 0 {
+		return Response{Text: "I don't know: nothing in memory answers this question.", BasedOn: s.basedOn(""), Extractive: true}
+	}
+	text := strings.Join(parts, "\n")
+	if note := s.skepticNote(obs, lead); note != "" {
+		text += "\n" + note
+	}
+	return Response{Text: text, BasedOn: s.basedOn("", cited), Extractive: true}
+}
+
+// pick returns the best of srcs: among those scoring within comparable of
+// the top, non-stale before stale, then newest, then highest score.
+func (s *session) pick(srcs []*source) *source {
+	c := s.comparableNewestFirst(srcs)
+	if len(c) == 0 {
+		return nil
+	}
+	return c[0]
+}
+
+func (s *session) comparableNewestFirst(srcs []*source) []*source {
+	if len(srcs) == 0 {
+		return nil
+	}
+	top := 0.0
+	for _, x := range srcs {
+		top = max(top, x.Score)
+	}
+	var c []*source
+	for _, x := range srcs {
+		if x.Score >= comparable*top {
+			c = append(c, x)
+		}
+	}
+	slices.SortStableFunc(c, func(a, b *source) int {
+		if as, bs := a.stale(s.now), b.stale(s.now); as != bs {
+			if as {
+				return 1
+			}
+			return -1
+		}
+		if !a.When.Equal(b.When) {
+			return b.When.Compare(a.When)
+		}
+		switch {
+		case a.Score > b.Score:
+			return -1
+		case a.Score < b.Score:
+			return 1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return c
+}
+
+// skepticNote is the disposition's effect on an extractive answer: a
+// skeptical bank flags thin or fading support.
+func (s *session) skepticNote(obs, lead *source) string {
+	if s.disp.Skepticism < 4 {
+		return ""
+	}
+	var notes []string
+	if obs != nil && (obs.Trend == "WEAKENING" || obs.stale(s.now)) {
+		notes = append(notes, fmt.Sprintf("the observation is %s", strings.ToLower(cmpOrStr(obs.Trend, "stale"))))
+	}
+	if obs != nil && obs.Proof <= 1 && lead == nil {
+		notes = append(notes, "it rests on a single piece of evidence")
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return "Caution: " + strings.Join(notes, "; ") + "."
+}
+
+func cmpOrStr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// firstSentences returns whole leading sentences of s up to about n bytes.
+func firstSentences(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	cut := strings.LastIndexAny(s[:n], ".!?。！？")
+	if cut <= 0 {
+		return truncateToTokens(s, n/4)
+	}
+	return s[:cut+1]
+}
+
+// structured fills Response.StructuredOutput per the request's schema:
+// with an LLM, a JSON-mode call over the answer, re-asked once with the
+// validation error; offline, the schema's fields are filled from the
+// answer when they can be. A failure sets StructuredOutputError; the text
+// answer stands either way.
+func (s *session) structured(ctx context.Context, resp *Response) {
+	schemaJSON, _ := json.Marshal(s.req.ResponseSchema)
+	if s.r.deps.LLM == nil {
+		v := fillSchema(s.req.ResponseSchema, resp)
+		if err := validateSchema(s.req.ResponseSchema, v); err != nil {
+			resp.StructuredOutputError = "the offline provider cannot fill this schema: " + err.Error()
+			return
+		}
+		resp.StructuredOutput = v
+		return
+	}
+	msgs := []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleSystem, Content: "Return only a JSON value that conforms to this JSON schema:\n" + string(schemaJSON)},
+		{Role: openai.ChatMessageRoleUser, Content: "Question: " + s.req.Query + "\n\nAnswer to restate in the schema:\n" + resp.Text},
+	}
+	var lastErr error
+	for attempt := 0; attempt < 2; attempt++ {
+		out, err := s.chat(ctx, openai.ChatCompletionRequest{Model: s.r.cfg.Model, Messages: msgs, MaxTokens: s.r.cfg.AnswerTokens,
+			Temperature: s.r.cfg.Temperature,
+			ResponseFormat: &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}})
+		if err != nil {
+			lastErr = err
+			break
+		}
+		if len(out.Choices) == 0 {
+			lastErr = fmt.Errorf("no choices in the answer")
+			break
+		}
+		content := out.Choices[0].Message.Content
+		var v any
+		if err := json.Unmarshal([]byte(stripFence(content)), &v); err != nil {
+			lastErr = fmt.Errorf("not valid JSON: %v", err)
+		} else if err := validateSchema(s.req.ResponseSchema, v); err != nil {
+			lastErr = err
+		} else {
+			resp.StructuredOutput = v
+			return
+		}
+		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: content},
+			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: "That does not conform to the schema: " + lastErr.Error() + ". Return corrected JSON only."})
+	}
+	resp.StructuredOutputError = "structured output does not conform to response_schema: " + lastErr.Error()
+}
+
+// stripFence removes a markdown code fence some models wrap JSON in.
+func stripFence(s string) string {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "```") {
+		s = strings.TrimPrefix(s, "```json")
+		s = strings.TrimPrefix(s, "```")
+		s = strings.TrimSuffix(s, "```")
+	}
+	return strings.TrimSpace(s)
+}
+
+// fillSchema maps an extractive answer onto a schema: strings get the
+// answer text, string arrays the cited ids, objects recurse. Numbers,
+// booleans and enums cannot be extracted honestly and are left out, so a
+// schema that requires them fails validation and says so.
+func fillSchema(schema map[string]any, resp *Response) any {
+	t, _ := schema["type"].(string)
+	switch t {
+	case "string":
+		if _, isEnum := schema["enum"]; isEnum {
+			return nil
+		}
+		return resp.Text
+	case "array":
+		items, _ := schema["items"].(map[string]any)
+		if it, _ := items["type"].(string); it == "string" {
+			ids := slices.Concat(resp.BasedOn.MentalModels, resp.BasedOn.Observations, resp.BasedOn.Memories)
+			out := make([]any, len(ids))
+			for i, id := range ids {
+				out[i] = id
+			}
+			return out
+		}
+		return []any{}
+	case "object":
+		props, _ := schema["properties"].(map[string]any)
+		out := map[string]any{}
+		for k, p := range props {
+			ps, _ := p.(map[string]any)
+			if v := fillSchema(ps, resp); v != nil {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	return nil
+}
