@@ -1,0 +1,472 @@
+package recall
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/memstream/memstream/lexical"
+	"github.com/memstream/memstream/resolve"
+	"github.com/memstream/memstream/store"
+)
+
+// BenchBankConfig describes a synthetic bank for `memstream bench recall`.
+type BenchBankConfig struct {
+	// BankID names the bank; it must not exist yet.
+	BankID string
+	// Facts is how many facts to load.
+	Facts int
+	// Queries is how many queries to generate against the bank.
+	Queries int
+	// Seed makes the corpus repeatable: the same seed gives the same text.
+	Seed uint64
+	// Now is the query timestamp; facts are mentioned over the two years
+	// before it.
+	Now time.Time
+}
+
+// BenchBank is a loaded synthetic bank and the queries to ask it.
+type BenchBank struct {
+	BankID   string
+	Facts    int
+	Entities int
+	Links    int
+	Queries  []Request
+}
+
+// Word lists of the synthetic corpus. The facts are what an assistant
+// remembers of a user's chats: people with jobs, homes and habits, orders
+// with codes, trips and events with dates, some of them in Chinese, so that
+// every arm has realistic work: names for the graph, codes for the keyword
+// arm, paraphrases for the semantic one, and dates for the temporal one.
+var (
+	benchFirst = []string{"Maria", "James", "Aisha", "Kenji", "Sofia", "Liam", "Priya", "Noah", "Elena", "Omar",
+		"Chloe", "Mateo", "Hannah", "Ravi", "Grace", "Lucas", "Fatima", "Ethan", "Yuki", "Daniel",
+		"Olivia", "Samuel", "Leila", "Victor", "Nora", "Hugo", "Amara", "Felix", "Ingrid", "Diego",
+		"Zara", "Tomas", "Mei", "Arjun", "Clara", "Jonas", "Alice", "Bruno", "Esther", "Pavel"}
+	benchLast = []string{"Lopez", "Smith", "Khan", "Tanaka", "Rossi", "Murphy", "Patel", "Becker", "Novak", "Haddad",
+		"Dubois", "Garcia", "Schmidt", "Iyer", "Kim", "Silva", "Rahman", "Walker", "Sato", "Cohen",
+		"Jensen", "Okafor", "Moreau", "Petrov", "Larsen", "Costa", "Mensah", "Weber", "Berg", "Ortiz",
+		"Chen", "Nakamura", "Fischer", "Ali", "Santos", "Hughes", "Kowalski", "Andersson", "Reyes", "Volkov"}
+	benchCNSurname = []string{"张", "王", "李", "刘", "陈", "杨", "赵", "黄", "周", "吴"}
+	benchCNGiven   = []string{"伟", "芳", "娜", "敏", "静", "丽", "强", "磊", "军", "洋"}
+	benchCities    = []string{"Lisbon", "Toronto", "Osaka", "Nairobi", "Berlin", "Austin", "Melbourne", "Seoul",
+		"Valencia", "Denver", "Porto", "Krakow", "Montreal", "Edinburgh", "Kyoto", "Lyon", "Oslo", "Dublin",
+		"Santiago", "Hanoi", "Vienna", "Seattle", "Bogota", "Tallinn"}
+	benchCNCities = []string{"深圳", "杭州", "成都", "上海", "北京", "南京", "武汉", "西安"}
+	benchOrgs     = []string{"Northwind", "Globex", "Initech", "Umbrella Health", "Stark Logistics", "Acme Foods",
+		"Blue Harbor Bank", "Tideway Energy", "Pinecone Labs", "Redwood Studios", "Orbit Telecom", "Helios Solar"}
+	benchJobs = []string{"nurse", "software engineer", "architect", "chef", "teacher", "accountant", "photographer",
+		"pilot", "data analyst", "veterinarian", "pharmacist", "product designer", "carpenter", "journalist"}
+	benchHobbies = []string{"rock climbing", "watercolor painting", "birdwatching", "sourdough baking", "chess",
+		"salsa dancing", "trail running", "pottery", "sailing", "beekeeping", "woodworking", "jazz piano",
+		"urban sketching", "kayaking", "gardening", "astronomy"}
+	benchFoods = []string{"peanuts", "shellfish", "gluten", "lactose", "strawberries", "sesame", "eggs", "soy"}
+	benchItems = []string{"standing desk", "espresso machine", "road bike", "noise-cancelling headphones",
+		"air purifier", "hiking boots", "camera lens", "office chair", "e-reader", "cast iron pan"}
+	benchPlaces = []string{"farmers market", "climbing gym", "art museum", "dentist", "botanical garden",
+		"hardware store", "concert hall", "library", "beach", "ramen shop", "yoga studio", "car workshop"}
+	benchCNThings = []string{"咖啡店", "面馆", "书店", "健身房", "花店", "设计公司"}
+	benchMonths   = []string{"January", "February", "March", "April", "May", "June", "July", "August",
+		"September", "October", "November", "December"}
+)
+
+// benchPerson is an entity of the synthetic corpus.
+type benchPerson struct {
+	id       uuid.UUID
+	name     string
+	first    string
+	kind     string
+	cn       bool
+	lastFact int // index of its latest fact so far, -1 before the first
+	facts    int
+}
+
+// benchFact is one generated fact.
+type benchFact struct {
+	id        uuid.UUID
+	typ       string
+	text      string
+	mentioned time.Time
+	occurred  *time.Time
+	tags      []string
+	ents      []int // indexes into people
+	code      string
+}
+
+// LoadBenchBank generates a synthetic bank, loads it with COPY and returns
+// the queries to ask. The embedder is the one the Recaller will use, so
+// the semantic arm sees vectors of the same model. Secondary indexes of the
+// loaded tables are dropped for the load and rebuilt from their own
+// definitions afterwards (an HNSW index built once is much faster than one
+// grown row by row), then the tables are analysed so the planner sees the
+// real sizes. Use a schema of its own: other banks' writes would stall
+// behind the rebuild.
+func LoadBenchBank(ctx context.Context, pool *pgxpool.Pool, emb Embedder, cfg BenchBankConfig, progress func(string)) (*BenchBank, error) {
+	if cfg.Facts < 1 || cfg.Queries < 1 || cfg.BankID == "" {
+		return nil, fmt.Errorf("bench bank: need a bank id, facts and queries, got %q, %d, %d", cfg.BankID, cfg.Facts, cfg.Queries)
+	}
+	if cfg.Now.IsZero() {
+		cfg.Now = time.Now().UTC()
+	}
+	if progress == nil {
+		progress = func(string) {}
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
+	people := benchPeople(cfg.BankID, cfg.Facts, rng)
+	facts := benchFacts(cfg, people, rng)
+
+	progress(fmt.Sprintf("embedding %d facts", len(facts)))
+	vecs := make([][]float32, 0, len(facts))
+	const embedBatch = 1024
+	for i := 0; i < len(facts); i += embedBatch {
+		texts := make([]string, 0, embedBatch)
+		for _, f := range facts[i:min(i+embedBatch, len(facts))] {
+			texts = append(texts, f.text)
+		}
+		vs, err := emb.Embed(ctx, texts)
+		if err != nil {
+			return nil, fmt.Errorf("bench bank: embed: %w", err)
+		}
+		vecs = append(vecs, vs...)
+	}
+
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("bench bank: %w", err)
+	}
+	defer conn.Release()
+	indexDefs, err := dropSecondaryIndexes(ctx, conn.Conn())
+	if err != nil {
+		return nil, err
+	}
+	progress(fmt.Sprintf("copying %d facts, %d entities", len(facts), len(people)))
+	nLinks, err := copyBench(ctx, conn.Conn(), cfg.BankID, people, facts, vecs, rng)
+	if err != nil {
+		return nil, err
+	}
+	progress(fmt.Sprintf("rebuilding %d indexes (HNSW included)", len(indexDefs)))
+	for _, def := range indexDefs {
+		if _, err := conn.Exec(ctx, def); err != nil {
+			return nil, fmt.Errorf("bench bank: rebuild index: %s: %w", def, err)
+		}
+	}
+	for _, t := range []string{"memory_units", "entities", "entity_aliases", "unit_entities", "memory_links"} {
+		if _, err := conn.Exec(ctx, "ANALYZE "+t); err != nil {
+			return nil, fmt.Errorf("bench bank: analyze %s: %w", t, err)
+		}
+	}
+	return &BenchBank{BankID: cfg.BankID, Facts: len(facts), Entities: len(people), Links: nLinks,
+		Queries: benchQueries(cfg, people, facts, rng)}, nil
+}
+
+// benchPeople makes about one person per 40 facts (at least 40), and the
+// cities and companies as entities too: places and organisations are
+// mentioned by thousands of facts, which is what makes a graph walk costly.
+func benchPeople(bank string, facts int, rng *rand.Rand) []benchPerson {
+	n := min(max(facts/40, 40), len(benchFirst)*len(benchLast)+len(benchCNSurname)*len(benchCNGiven))
+	seen := map[string]bool{}
+	var out []benchPerson
+	for len(out) < n {
+		var p benchPerson
+		if rng.IntN(10) == 0 {
+			s, g := benchCNSurname[rng.IntN(len(benchCNSurname))], benchCNGiven[rng.IntN(len(benchCNGiven))]
+			p = benchPerson{name: s + g, first: "老" + s, cn: true}
+		} else {
+			f, l := benchFirst[rng.IntN(len(benchFirst))], benchLast[rng.IntN(len(benchLast))]
+			p = benchPerson{name: f + " " + l, first: f}
+		}
+		if seen[p.name] {
+			continue
+		}
+		seen[p.name] = true
+		p.kind = "person"
+		out = append(out, p)
+	}
+	for _, c := range benchCities {
+		out = append(out, benchPerson{name: c, kind: "place"})
+	}
+	for _, c := range benchCNCities {
+		out = append(out, benchPerson{name: c, kind: "place", cn: true})
+	}
+	for _, o := range benchOrgs {
+		out = append(out, benchPerson{name: o, kind: "organization"})
+	}
+	for i := range out {
+		out[i].id = store.DeriveID(bank, "bench-entity", out[i].name)
+		out[i].lastFact = -1
+	}
+	return out
+}
+
+
+func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
+
+// benchFacts writes the facts in mention order. People are drawn with a
+// skew (a few people fill much of a user's memory) from the persons only.
+func benchFacts(cfg BenchBankConfig, people []benchPerson, rng *rand.Rand) []benchFact {
+	nPersons := 0
+	byName := make(map[string]int, len(people))
+	for i, p := range people {
+		if p.kind == "person" {
+			nPersons++
+		}
+		byName[p.name] = i
+	}
+	span := 730 * 24 * time.Hour
+	step := span / time.Duration(cfg.Facts)
+	start := cfg.Now.Add(-span)
+	out := make([]benchFact, cfg.Facts)
+	for i := range out {
+		u := rng.Float64()
+		pi := int(u * u * float64(nPersons))
+		p := &people[pi]
+		f := benchFact{
+			id:        store.DeriveID(cfg.BankID, "bench-fact", fmt.Sprint(i)),
+			typ:       "world",
+			mentioned: start.Add(time.Duration(i)*step + time.Duration(rng.Int64N(int64(step)))).Truncate(time.Second),
+			ents:      []int{pi},
+		}
+		with := func(name string) string {
+			if j, ok := byName[name]; ok {
+				f.ents = append(f.ents, j)
+			}
+			return name
+		}
+		if p.cn {
+			switch rng.IntN(3) {
+			case 0:
+				f.text = fmt.Sprintf("%s搬到%s工作了", p.name, with(pick(rng, benchCNCities)))
+			case 1:
+				f.text = fmt.Sprintf("%s在%s开了一家%s", p.name, with(pick(rng, benchCNCities)), pick(rng, benchCNThings))
+			default:
+				f.text = fmt.Sprintf("%s周末喜欢去%s", p.name, pick(rng, benchCNThings))
+				f.typ = "experience"
+			}
+		} else {
+			switch rng.IntN(10) {
+			case 0:
+				f.text = fmt.Sprintf("%s works as a %s at %s", p.name, pick(rng, benchJobs), with(pick(rng, benchOrgs)))
+				f.tags = []string{"work"}
+			case 1:
+				f.text = fmt.Sprintf("%s moved to %s last %s for a new job", p.name, with(pick(rng, benchCities)), pick(rng, benchMonths))
+			case 2:
+				f.text = fmt.Sprintf("%s has been into %s for a few years", p.name, pick(rng, benchHobbies))
+			case 3:
+				f.text = fmt.Sprintf("%s is allergic to %s and carries medication", p.name, pick(rng, benchFoods))
+				f.tags = []string{"health"}
+			case 4:
+				f.code = fmt.Sprintf("%c-%04d-%c%c", 'A'+rune(rng.IntN(26)), rng.IntN(10000), 'A'+rune(rng.IntN(26)), 'A'+rune(rng.IntN(26)))
+				f.text = fmt.Sprintf("Order %s for a %s was shipped to %s", f.code, pick(rng, benchItems), p.name)
+			case 5:
+				f.text = fmt.Sprintf("The user went to the %s with %s", pick(rng, benchPlaces), p.first)
+				f.typ = "experience"
+			case 6:
+				f.text = fmt.Sprintf("%s recommended a %s in %s", p.first, pick(rng, benchPlaces), with(pick(rng, benchCities)))
+			case 7:
+				f.text = fmt.Sprintf("The user had dinner with %s and talked about %s", p.name, pick(rng, benchHobbies))
+				f.typ = "experience"
+			case 8:
+				f.text = fmt.Sprintf("%s flew to %s on flight %s%d to visit family", p.name, with(pick(rng, benchCities)),
+					pick(rng, []string{"LH", "BA", "NH", "AC", "TP"}), 100+rng.IntN(900))
+				f.tags = []string{"travel"}
+			default:
+				f.text = fmt.Sprintf("%s's birthday party is planned at the %s", p.first, pick(rng, benchPlaces))
+			}
+		}
+		if f.typ == "experience" || rng.IntN(4) == 0 {
+			t := f.mentioned.Add(-time.Duration(rng.IntN(72)) * time.Hour).Truncate(time.Hour)
+			f.occurred = &t
+		}
+		out[i] = f
+	}
+	return out
+}
+
+// copyBench loads the bank with COPY and returns the number of links. Links
+// chain each entity's facts (entity), consecutive facts (temporal), and a
+// few facts to the previous fact of the same person (causes).
+func copyBench(ctx context.Context, conn *pgx.Conn, bank string, people []benchPerson, facts []benchFact, vecs [][]float32, rng *rand.Rand) (int, error) {
+	if _, err := conn.Exec(ctx, `INSERT INTO banks (id, name) VALUES ($1, $1)`, bank); err != nil {
+		return 0, fmt.Errorf("bench bank: create bank %s: %w", bank, err)
+	}
+	var units, ues, links [][]any
+	type linkKey struct {
+		from, to int
+		typ      string
+	}
+	seenLink := map[linkKey]bool{}
+	link := func(from, to int, typ string, w float32) {
+		k := linkKey{from, to, typ}
+		if !seenLink[k] {
+			seenLink[k] = true
+			links = append(links, []any{bank, facts[from].id, facts[to].id, typ, w})
+		}
+	}
+	for i, f := range facts {
+		var names []string
+		for _, e := range f.ents {
+			names = append(names, people[e].name)
+		}
+		var os any
+		if f.occurred != nil {
+			os = *f.occurred
+		}
+		tags := f.tags
+		if tags == nil {
+			tags = []string{}
+		}
+		units = append(units, []any{f.id, bank, f.typ, f.text, "chat with the user", pgvector.NewHalfVector(vecs[i]),
+			lexical.Aux(f.text, names), os, nil, f.mentioned, tags, map[string]string{}, "bench-doc-" + fmt.Sprint(i/20),
+			"bench-" + fmt.Sprint(i), fmt.Sprint(i)})
+		for k, e := range f.ents {
+			ues = append(ues, []any{f.id, people[e].id})
+			p := &people[e]
+			if p.lastFact >= 0 {
+				link(i, p.lastFact, "entity", 1)
+				if k == 0 && rng.IntN(30) == 0 {
+					link(p.lastFact, i, "causes", 0.9)
+				}
+			}
+			p.lastFact = i
+			p.facts++
+		}
+		if i > 0 {
+			link(i, i-1, "temporal", 0.5)
+		}
+	}
+	var ents, aliases [][]any
+	now := time.Now()
+	for _, p := range people {
+		ents = append(ents, []any{p.id, bank, p.name, p.kind, now, now, p.facts})
+		seen := map[string]bool{}
+		forms := []string{p.name}
+		if p.first != "" {
+			forms = append(forms, p.first)
+		}
+		for _, form := range forms {
+			for _, k := range resolve.Keys(form) {
+				if !seen[k] {
+					seen[k] = true
+					aliases = append(aliases, []any{bank, k, form, p.id})
+				}
+			}
+		}
+	}
+	copies := []struct {
+		table string
+		cols  []string
+		rows  [][]any
+	}{
+		{"entities", []string{"id", "bank_id", "canonical_name", "kind", "first_seen", "last_seen", "mention_count"}, ents},
+		{"entity_aliases", []string{"bank_id", "alias_key", "alias", "entity_id"}, aliases},
+		{"memory_units", []string{"id", "bank_id", "fact_type", "text", "context", "embedding", "search_aux",
+			"occurred_start", "occurred_end", "mentioned_at", "tags", "metadata", "document_id", "source_event_id", "idempotency_key"}, units},
+		{"unit_entities", []string{"unit_id", "entity_id"}, ues},
+		{"memory_links", []string{"bank_id", "from_id", "to_id", "link_type", "weight"}, links},
+	}
+	for _, c := range copies {
+		if _, err := conn.CopyFrom(ctx, pgx.Identifier{c.table}, c.cols, pgx.CopyFromRows(c.rows)); err != nil {
+			return 0, fmt.Errorf("bench bank: copy %s: %w", c.table, err)
+		}
+	}
+	return len(links), nil
+}
+
+// qSecondaryIndexes lists the indexes of the bulk-loaded tables that back
+// no constraint, with their definitions, so they can be rebuilt as they
+// were.
+const qSecondaryIndexes = `SELECT i.indexname, i.indexdef FROM pg_indexes i
+	WHERE i.schemaname = current_schema()
+	  AND i.tablename IN ('memory_units', 'entities', 'entity_aliases', 'unit_entities', 'memory_links')
+	  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname AND c.connamespace = current_schema()::regnamespace)`
+
+func dropSecondaryIndexes(ctx context.Context, conn *pgx.Conn) ([]string, error) {
+	rows, err := conn.Query(ctx, qSecondaryIndexes)
+	if err != nil {
+		return nil, fmt.Errorf("bench bank: list indexes: %w", err)
+	}
+	type idx struct{ name, def string }
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (idx, error) {
+		var x idx
+		err := r.Scan(&x.name, &x.def)
+		return x, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench bank: list indexes: %w", err)
+	}
+	defs := make([]string, 0, len(list))
+	for _, x := range list {
+		if _, err := conn.Exec(ctx, "DROP INDEX "+pgx.Identifier{x.name}.Sanitize()); err != nil {
+			return nil, fmt.Errorf("bench bank: drop index %s: %w", x.name, err)
+		}
+		defs = append(defs, x.def)
+	}
+	return defs, nil
+}
+
+// benchQueries mixes the questions an agent asks: about a named person
+// (graph, keyword), a paraphrase of a hobby or job (semantic), an order
+// code (keyword), and a period, in English and Chinese (temporal).
+func benchQueries(cfg BenchBankConfig, people []benchPerson, facts []benchFact, rng *rand.Rand) []Request {
+	var persons, cn []benchPerson
+	for _, p := range people {
+		if p.kind == "person" && p.facts > 0 {
+			if p.cn {
+				cn = append(cn, p)
+			} else {
+				persons = append(persons, p)
+			}
+		}
+	}
+	var codes []string
+	for _, f := range facts {
+		if f.code != "" {
+			codes = append(codes, f.code)
+		}
+	}
+	out := make([]Request, 0, cfg.Queries)
+	for len(out) < cfg.Queries {
+		var q string
+		p := pick(rng, persons)
+		switch rng.IntN(10) {
+		case 0:
+			q = fmt.Sprintf("What does %s do for a living?", p.name)
+		case 1:
+			q = fmt.Sprintf("Where does %s live now?", p.first)
+		case 2:
+			q = fmt.Sprintf("Who enjoys %s?", strings.ToUpper(pick(rng, benchHobbies)[:1])+pick(rng, benchHobbies)[1:])
+		case 3:
+			if len(codes) > 0 {
+				q = fmt.Sprintf("What happened with order %s?", pick(rng, codes))
+			} else {
+				q = "Which orders were shipped?"
+			}
+		case 4:
+			q = "What did I do last Saturday?"
+		case 5:
+			q = fmt.Sprintf("What did I talk about with %s last week?", p.first)
+		case 6:
+			q = fmt.Sprintf("Is %s allergic to anything?", p.name)
+		case 7:
+			if len(cn) > 0 {
+				q = fmt.Sprintf("%s在哪里工作？", pick(rng, cn).name)
+			} else {
+				q = "上周六我做了什么？"
+			}
+		case 8:
+			q = fmt.Sprintf("Who did I see in %s?", pick(rng, benchMonths))
+		default:
+			q = fmt.Sprintf("Any travel plans for %s to %s?", p.first, pick(rng, benchCities))
+		}
+		out = append(out, Request{BankID: cfg.BankID, Query: q, QueryTime: cfg.Now})
+	}
+	return out
+}
