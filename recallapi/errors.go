@@ -1,10 +1,17 @@
 package recallapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"mime"
 	"net/http"
+	"strconv"
+	"strings"
 
+	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/store"
 )
 
@@ -36,47 +43,117 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
+	var rqe *recall.RequestError
 	switch {
 	case errors.As(err, &ae):
 	case errors.Is(err, store.ErrNotFound):
 		ae = notFound("not found")
 	case errors.Is(err, store.ErrConflict):
-		ae = &apiError{Status: http.StatusConflict, Code: "conflict", Message: err.Error()}
+		ae = &apiError{Status: http.StatusConflict, Code: "conflict", Message: conflictMessage(err)}
+	case errors.Is(err, store.ErrInvalidMerge):
+		ae = &apiError{Status: http.StatusConflict, Code: "conflict", Message: "cannot merge: an entity cannot merge into itself, and neither side may already be merged away", Field: "into"}
+	case errors.As(err, &rqe):
+		ae = badRequest(rqe.Field, rqe.Field+": "+rqe.Message)
+	case errors.Is(err, recall.ErrAllArmsFailed):
+		ae = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "every retrieval arm failed; try again"}
+	case errors.Is(err, context.DeadlineExceeded):
+		ae = &apiError{Status: http.StatusServiceUnavailable, Code: "timeout", Message: "the request timed out"}
 	default:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 		ae = &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
 	}
+	if ae.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="memstream"`)
+	}
 	writeJSON(w, ae.Status, map[string]any{"error": ae})
 }
 
-// decodeBody reads a JSON body, enforcing the content type and size limit.
+// conflictMessage keeps constraint names out of client answers, except
+// the one a client can act on.
+func conflictMessage(err error) string {
+	if strings.Contains(err.Error(), "mental_models_bank_id_name_key") {
+		return "a mental model with this name already exists in the bank"
+	}
+	if strings.Contains(err.Error(), "merged into") {
+		return "the entity was merged into another; add aliases to the survivor"
+	}
+	return "the request conflicts with existing data"
+}
+
+// decodeBody reads one JSON object from the body. It enforces the content
+// type (415), the size limit (413), known fields only and a single value
+// (400, naming the field where there is one).
 func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
-		return &apiError{Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type", Message: "Content-Type must be application/json"}
+		return &apiError{Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type",
+			Message: "Content-Type must be application/json, not " + strconv.Quote(ct)}
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return &apiError{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Message: "request body exceeds http.max_body_bytes"}
+	err := dec.Decode(v)
+	if err == nil {
+		// A second value after the object is a malformed request, not
+		// something to ignore silently.
+		var extra json.RawMessage
+		if err2 := dec.Decode(&extra); !errors.Is(err2, io.EOF) {
+			err = err2
+			if err == nil {
+				return badRequest("", "the body must hold exactly one JSON object")
+			}
 		}
-		var ute *json.UnmarshalTypeError
-		if errors.As(err, &ute) {
-			return badRequest(ute.Field, "field "+ute.Field+" has the wrong type")
+	}
+	if err == nil {
+		return nil
+	}
+	var mbe *http.MaxBytesError
+	var ute *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &mbe):
+		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: "too_large",
+			Message: fmt.Sprintf("request body exceeds http.max_body_bytes (%d bytes)", limit)}
+	case errors.Is(err, io.EOF):
+		return badRequest("", "a JSON body is required")
+	case errors.As(err, &ute):
+		field := ute.Field
+		if field == "" {
+			return badRequest("", "the body must be a JSON object")
 		}
+		return badRequest(field, "field "+field+" must be of type "+jsonType(ute.Type.Kind().String()))
+	case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF):
 		return badRequest("", "invalid JSON body: "+err.Error())
 	}
-	return nil
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		field, _ := strconv.Unquote(name)
+		return badRequest(field, "unknown field "+name)
+	}
+	return badRequest("", "invalid JSON body: "+err.Error())
 }
 
-func isJSON(ct string) bool {
-	for i := 0; i < len(ct); i++ {
-		if ct[i] == ';' {
-			ct = ct[:i]
-			break
-		}
+// jsonType names a Go kind the way a JSON client thinks of it.
+func jsonType(kind string) string {
+	switch kind {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "slice", "array":
+		return "array"
+	case "map", "struct":
+		return "object"
+	case "ptr":
+		return "the documented type"
 	}
-	return ct == "application/json" || ct == "application/json " || ct == "text/json"
+	return "number"
+}
+
+// isJSON accepts application/json (with parameters such as charset) and
+// the +json structured suffix.
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }

@@ -54,7 +54,13 @@ func (s *Server) listBanks(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := make([]bankView, 0, len(banks))
+	key := callerKey(r)
 	for _, b := range banks {
+		// A key limited to some banks sees only those: listing must not
+		// reveal which other banks exist.
+		if key != nil && !key.all && !key.banks[b.ID] {
+			continue
+		}
 		out = append(out, viewBank(b))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"banks": out})

@@ -8,6 +8,19 @@ import (
 
 var pathParam = regexp.MustCompile(`\{([a-z_]+)\}`)
 
+// queryParams documents each route's query-string parameters, by route
+// name.
+var queryParams = map[string][]string{
+	"memories_list":     {"type", "q", "state", "limit", "offset"},
+	"memory_invalidate": {"reason"},
+	"observations_list": {"q", "state", "limit", "offset"},
+	"entities_list":     {"q", "limit", "offset"},
+	"documents_list":    {"limit", "offset"},
+}
+
+// successStatus is the status of a successful answer where it is not 200.
+var successStatus = map[string]string{"mental_model_create": "201"}
+
 // openapi renders the route table as an OpenAPI 3 document.
 func (s *Server) openapi(w http.ResponseWriter, _ *http.Request) error {
 	writeJSON(w, http.StatusOK, s.openAPIDoc())
@@ -17,17 +30,24 @@ func (s *Server) openapi(w http.ResponseWriter, _ *http.Request) error {
 func (s *Server) openAPIDoc() map[string]any {
 	paths := map[string]map[string]any{}
 	for _, rt := range s.table() {
+		ok := "200"
+		if st, found := successStatus[rt.name]; found {
+			ok = st
+		}
 		op := map[string]any{
 			"operationId": rt.name,
 			"summary":     rt.summary,
 			"responses": map[string]any{
-				"200":     map[string]any{"description": "OK"},
+				ok:        map[string]any{"description": "OK"},
 				"default": map[string]any{"description": "Error", "content": jsonSchema("#/components/schemas/Error")},
 			},
 		}
 		var params []any
 		for _, m := range pathParam.FindAllStringSubmatch(rt.path, -1) {
 			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+		}
+		for _, q := range queryParams[rt.name] {
+			params = append(params, map[string]any{"name": q, "in": "query", "required": false, "schema": map[string]any{"type": "string"}})
 		}
 		if params != nil {
 			op["parameters"] = params
@@ -66,6 +86,22 @@ func (s *Server) openAPIDoc() map[string]any {
 					"tags_match": map[string]any{"type": "string", "enum": []string{"any", "all", "any_strict", "all_strict", "exact"}},
 					"fusion":     map[string]any{"type": "string", "enum": []string{"rrf", "interleave"}},
 					"arms":       strs,
+				}),
+				"ReflectRequest": obj(map[string]any{
+					"query": str, "budget": map[string]any{"type": "string", "enum": []string{"low", "mid", "high"}},
+					"max_tokens": map[string]any{"type": "integer", "minimum": 1}, "tags": strs,
+					"response_schema": map[string]any{"type": "object"},
+					"disposition":     obj(map[string]any{"skepticism": intRange(), "literalism": intRange(), "empathy": intRange()}),
+				}),
+				"EntityMergeRequest": obj(map[string]any{"into": map[string]any{"type": "string", "format": "uuid"}}),
+				"EntityAliasRequest": obj(map[string]any{"alias": str}),
+				"MentalModelCreate": obj(map[string]any{
+					"name": str, "source_query": str, "content": str, "tags": strs,
+					"max_tokens": map[string]any{"type": "integer", "minimum": 1},
+				}),
+				"MentalModelPatch": obj(map[string]any{
+					"name": str, "source_query": str, "content": str, "tags": strs,
+					"max_tokens": map[string]any{"type": "integer", "minimum": 1},
 				}),
 				"Bank": obj(map[string]any{
 					"name": str, "mission": str, "consolidation": map[string]any{"type": "string", "enum": []string{"running", "paused"}},

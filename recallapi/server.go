@@ -12,9 +12,11 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -22,6 +24,7 @@ import (
 	"github.com/memstream/memstream/defense"
 	"github.com/memstream/memstream/pipeline"
 	"github.com/memstream/memstream/recall"
+	"github.com/memstream/memstream/reflect"
 	"github.com/memstream/memstream/store"
 )
 
@@ -35,6 +38,44 @@ type Store interface {
 	BankStats(ctx context.Context, bankID string) (store.Stats, error)
 	EventsPersisted(ctx context.Context, bankID string, keys []string) (int, error)
 	BankPolicy(ctx context.Context, id string) (json.RawMessage, error)
+
+	ListMemories(ctx context.Context, bankID string, f store.MemoryFilter) ([]store.Memory, int, error)
+	GetMemory(ctx context.Context, bankID string, id uuid.UUID) (store.Memory, error)
+	InvalidateMemory(ctx context.Context, bankID string, id uuid.UUID, reason string) (store.Memory, error)
+	GetObservation(ctx context.Context, bankID string, id uuid.UUID) (store.Observation, error)
+
+	ListEntities(ctx context.Context, bankID, q string, limit, offset int) ([]store.Entity, int, error)
+	GetEntity(ctx context.Context, bankID string, id uuid.UUID) (store.EntityDetail, error)
+	MergeEntity(ctx context.Context, bankID string, src, into uuid.UUID) (store.Entity, error)
+	AddEntityAlias(ctx context.Context, bankID string, id uuid.UUID, alias string, keys []string) (store.Entity, error)
+
+	ListMentalModels(ctx context.Context, bankID string) ([]store.MentalModel, error)
+	GetMentalModel(ctx context.Context, bankID string, id uuid.UUID) (store.MentalModel, error)
+	CreateMentalModel(ctx context.Context, m store.MentalModel) (store.MentalModel, error)
+	UpdateMentalModel(ctx context.Context, bankID string, id uuid.UUID, p store.MentalModelPatch) (store.MentalModel, error)
+	DeleteMentalModel(ctx context.Context, bankID string, id uuid.UUID) error
+	NotifyMentalModel(ctx context.Context, bankID string, id uuid.UUID) error
+
+	ListDocuments(ctx context.Context, bankID string, limit, offset int) ([]store.Document, int, error)
+	DeleteDocument(ctx context.Context, bankID, docID string) (store.DocumentDeletion, error)
+}
+
+// Reflector answers reflect requests (package reflect's agent loop).
+type Reflector interface {
+	Reflect(ctx context.Context, req reflect.Request) (reflect.Response, error)
+}
+
+// MentalModelRefresher regenerates a mental model's content from its
+// source question and stores it.
+type MentalModelRefresher interface {
+	Refresh(ctx context.Context, bankID, id string) error
+}
+
+// ChangeListener delivers mental-model changes made by any replica, so the
+// cache here never serves a copy older than the last committed write.
+// *store.Store implements it with Postgres LISTEN/NOTIFY.
+type ChangeListener interface {
+	ListenMentalModels(ctx context.Context, ready func(), onChange func(bankID, id string)) error
 }
 
 // Recaller answers recall requests.
@@ -64,6 +105,9 @@ type Config struct {
 	WriteTimeout time.Duration
 	Auth         config.Auth
 	BasePolicy   defense.Policy
+	// MentalModelCacheSize bounds the mental-model LRU (entries; default
+	// 4096).
+	MentalModelCacheSize int
 }
 
 // Deps are the server's collaborators.
@@ -78,6 +122,14 @@ type Deps struct {
 	Logger     *slog.Logger
 	// OnPolicyChange is told when a bank's defense policy is edited.
 	OnPolicyChange func(bankID string)
+	// Reflector serves POST …/reflect; without it reflect answers 503.
+	Reflector Reflector
+	// Refresher serves POST …/mental-models/{id}/refresh; without it
+	// refresh answers 503.
+	Refresher MentalModelRefresher
+	// Listener, when set, is started by Start (or Serve) so that writes on
+	// other replicas evict this replica's cached mental models.
+	Listener ChangeListener
 }
 
 // Server is the HTTP API.
@@ -90,6 +142,16 @@ type Server struct {
 	srv      *http.Server
 	draining atomic.Bool
 	reqs     *prometheus.HistogramVec
+	models   *modelCache
+	// metricsHandler serves /metrics when Deps.Gatherer is set.
+	metricsHandler http.Handler
+	// patterns are the mux patterns registered by handle, for the OpenAPI
+	// drift test.
+	patterns []string
+
+	startOnce sync.Once
+	stop      context.CancelFunc
+	wg        sync.WaitGroup
 }
 
 type apiKey struct {
@@ -130,16 +192,38 @@ func New(cfg Config, d Deps) (*Server, error) {
 			ak.banks[b] = true
 		}
 		for _, sc := range k.Scopes {
+			if sc != "read" && sc != "write" && sc != "admin" {
+				return nil, fmt.Errorf("config auth.keys scopes of %q: unknown scope %q (read, write, admin)", k.Name, sc)
+			}
 			ak.scopes[sc] = true
+		}
+		if len(ak.scopes) == 0 || len(ak.banks) == 0 {
+			return nil, fmt.Errorf("config auth.keys of %q: a key needs at least one bank (or *) and one scope", k.Name)
 		}
 		s.keys = append(s.keys, ak)
 	}
+	// Only the hashes are kept: drop the configured key text.
+	s.cfg.Auth = config.Auth{Disabled: cfg.Auth.Disabled}
 	s.reqs = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "memstream_api_request_seconds", Help: "HTTP request latency by route and status class.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14),
 	}, []string{"route", "code"})
 	if d.Registerer != nil {
 		d.Registerer.MustRegister(s.reqs)
+	}
+	if d.Store == nil || d.Recaller == nil || d.Publisher == nil || d.Gate == nil {
+		return nil, errors.New("recallapi: Deps.Store, Recaller, Publisher and Gate are required")
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MentalModelCacheSize <= 0 {
+		cfg.MentalModelCacheSize = 4096
+		s.cfg.MentalModelCacheSize = 4096
+	}
+	var err error
+	if s.models, err = newModelCache(cfg.MentalModelCacheSize, d.Registerer); err != nil {
+		return nil, err
 	}
 	s.routes()
 	return s, nil
@@ -164,25 +248,45 @@ func (k apiKey) allows(scope string) bool {
 // handle registers a route with metrics, auth and error handling. scope is
 // "" for public routes.
 func (s *Server) handle(pattern, route, scope string, h handlerFunc) {
+	s.patterns = append(s.patterns, pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: 200}
-		if err := s.authorize(r, scope); err != nil {
+		if key, err := s.authorize(r, scope); err != nil {
 			s.writeError(rec, r, err)
-		} else if err := h(rec, r); err != nil {
-			s.writeError(rec, r, err)
+		} else {
+			if key != nil {
+				r = r.WithContext(context.WithValue(r.Context(), keyCtx{}, key))
+			}
+			if err := h(rec, r); err != nil {
+				s.writeError(rec, r, err)
+			}
 		}
 		s.reqs.WithLabelValues(route, fmt.Sprintf("%dxx", rec.status/100)).Observe(time.Since(start).Seconds())
 	})
 }
 
-func (s *Server) authorize(r *http.Request, scope string) error {
+// keyCtx carries the caller's key to handlers that must filter by it.
+type keyCtx struct{}
+
+// callerKey is the authenticated key, or nil when auth is off.
+func callerKey(r *http.Request) *apiKey {
+	k, _ := r.Context().Value(keyCtx{}).(*apiKey)
+	return k
+}
+
+// authorize checks the bearer key against the route's scope and bank. It
+// returns the key (nil when no keys are configured or the route is
+// public).
+func (s *Server) authorize(r *http.Request, scope string) (*apiKey, error) {
 	if scope == "" || len(s.keys) == 0 {
-		return nil
+		return nil, nil
 	}
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || tok == "" {
-		return &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "missing bearer token"}
+	// The scheme name is case-insensitive (RFC 9110 §11.1).
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	tok = strings.TrimSpace(tok)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		return nil, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "missing bearer token"}
 	}
 	h := sha256.Sum256([]byte(tok))
 	var key *apiKey
@@ -193,21 +297,21 @@ func (s *Server) authorize(r *http.Request, scope string) error {
 		}
 	}
 	if key == nil {
-		return &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "unknown bearer token"}
+		return nil, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "unknown bearer token"}
 	}
 	// The same 403 whether or not the bank exists: a key for bank B
 	// learns nothing about bank A.
 	forbidden := &apiError{Status: http.StatusForbidden, Code: "forbidden", Message: "this key may not " + scope + " this bank"}
 	if bank := r.PathValue("bank_id"); bank != "" && !key.all && !key.banks[bank] {
-		return forbidden
+		return nil, forbidden
 	}
 	if r.PathValue("bank_id") == "" && scope != "read" && !key.all {
-		return forbidden
+		return nil, forbidden
 	}
 	if !key.allows(scope) {
-		return forbidden
+		return nil, forbidden
 	}
-	return nil
+	return key, nil
 }
 
 type statusRecorder struct {
@@ -224,6 +328,8 @@ func (s *Server) Serve(ctx context.Context, ready chan<- string) error {
 	if err != nil {
 		return fmt.Errorf("http listen %s: %w", s.cfg.Addr, err)
 	}
+	s.Start(ctx)
+	defer s.Close()
 	s.srv = &http.Server{Handler: s.mux, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout, ReadHeaderTimeout: 10 * time.Second}
 	if ready != nil {
 		ready <- ln.Addr().String()
@@ -244,6 +350,59 @@ func (s *Server) Serve(ctx context.Context, ready chan<- string) error {
 	return nil
 }
 
+// Start starts the background work of the server: the mental-model change
+// listener, when Deps.Listener is set. Serve calls it; tests that use
+// Handler call it themselves. It is safe to call more than once.
+func (s *Server) Start(ctx context.Context) {
+	s.startOnce.Do(func() {
+		if s.d.Listener == nil {
+			return
+		}
+		ctx, s.stop = context.WithCancel(ctx)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.listen(ctx)
+		}()
+	})
+}
+
+// Close stops what Start started and waits for it.
+func (s *Server) Close() {
+	if s.stop != nil {
+		s.stop()
+	}
+	s.wg.Wait()
+}
+
+// listen keeps a LISTEN connection up until ctx ends. Each (re)connect
+// purges the cache, because changes made while no connection listened
+// were never announced to this replica.
+func (s *Server) listen(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for {
+		err := s.d.Listener.ListenMentalModels(ctx, func() {
+			s.models.purge()
+			backoff = 100 * time.Millisecond
+		}, func(bankID, id string) {
+			s.models.invalidate(bankID, id, "notify")
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		// While disconnected, nothing would evict stale copies: stop
+		// serving from the cache until the listener is back.
+		s.models.disable()
+		s.log.Warn("mental model change listener lost; retrying", slog.Any("error", err), slog.Duration("backoff", backoff))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
 // SetDraining makes readiness fail, ahead of shutdown.
 func (s *Server) SetDraining() { s.draining.Store(true) }
 
@@ -261,6 +420,7 @@ func (s *Server) table() []route {
 		{"GET", "/health", "health", "", "Liveness.", s.health, ""},
 		{"GET", "/health/ready", "ready", "", "Readiness: database and Kafka reachable, not draining.", s.ready, ""},
 		{"GET", "/openapi.json", "openapi", "", "This OpenAPI 3 description.", s.openapi, ""},
+		{"GET", "/metrics", "metrics", "", "Prometheus metrics.", s.metrics, ""},
 		{"GET", "/v1/default/banks", "banks_list", "read", "List banks.", s.listBanks, ""},
 		{"GET", b, "bank_get", "read", "Get a bank profile.", s.getBank, ""},
 		{"PUT", b, "bank_put", "admin", "Create or replace a bank profile.", s.putBank, "Bank"},
@@ -268,6 +428,24 @@ func (s *Server) table() []route {
 		{"DELETE", b, "bank_delete", "admin", "Delete a bank and everything in it.", s.deleteBank, ""},
 		{"POST", b + "/memories", "retain", "write", "Retain: produce items to Kafka; with async:false wait until persisted.", s.retain, "RetainRequest"},
 		{"POST", b + "/memories/recall", "recall", "read", "Recall: four retrievers, fusion, rerank, token budget.", s.recall, "RecallRequest"},
+		{"GET", b + "/memories/list", "memories_list", "read", "List memories (query: type, q, state, limit, offset).", s.listMemories, ""},
+		{"GET", b + "/memories/{memory_id}", "memory_get", "read", "Get one memory.", s.getMemory, ""},
+		{"DELETE", b + "/memories/{memory_id}", "memory_invalidate", "write", "Invalidate one memory (query: reason); the row stays, recall skips it.", s.invalidateMemory, ""},
+		{"POST", b + "/reflect", "reflect", "read", "Reflect: an agent loop over memories, observations and mental models.", s.reflectQuery, "ReflectRequest"},
+		{"GET", b + "/observations", "observations_list", "read", "List observations with proof_count and trend (query: q, state, limit, offset).", s.listObservations, ""},
+		{"GET", b + "/observations/{observation_id}", "observation_get", "read", "Get one observation with its evidence, proof_count, trend and history.", s.getObservation, ""},
+		{"GET", b + "/entities", "entities_list", "read", "List entities (query: q, limit, offset).", s.listEntities, ""},
+		{"GET", b + "/entities/{entity_id}", "entity_get", "read", "Get one entity with its aliases and recent facts.", s.getEntity, ""},
+		{"POST", b + "/entities/{entity_id}/merge", "entity_merge", "write", "Merge this entity into another.", s.mergeEntity, "EntityMergeRequest"},
+		{"POST", b + "/entities/{entity_id}/aliases", "entity_alias", "write", "Add an alias to an entity.", s.addEntityAlias, "EntityAliasRequest"},
+		{"GET", b + "/mental-models", "mental_models_list", "read", "List mental models.", s.listMentalModels, ""},
+		{"POST", b + "/mental-models", "mental_model_create", "write", "Create a mental model.", s.createMentalModel, "MentalModelCreate"},
+		{"GET", b + "/mental-models/{mental_model_id}", "mental_model_get", "read", "Get a mental model (served from the LRU cache).", s.getMentalModel, ""},
+		{"PATCH", b + "/mental-models/{mental_model_id}", "mental_model_patch", "write", "Change fields of a mental model.", s.patchMentalModel, "MentalModelPatch"},
+		{"DELETE", b + "/mental-models/{mental_model_id}", "mental_model_delete", "write", "Delete a mental model.", s.deleteMentalModel, ""},
+		{"POST", b + "/mental-models/{mental_model_id}/refresh", "mental_model_refresh", "write", "Regenerate a mental model from its source query.", s.refreshMentalModel, ""},
+		{"GET", b + "/documents", "documents_list", "read", "List documents (query: limit, offset).", s.listDocuments, ""},
+		{"DELETE", b + "/documents/{document_id}", "document_delete", "write", "Delete a document and everything derived from it.", s.deleteDocument, ""},
 		{"GET", b + "/stats", "stats", "read", "Bank counters.", s.stats, ""},
 	}
 }
@@ -277,8 +455,16 @@ func (s *Server) routes() {
 		s.handle(rt.method+" "+rt.path, rt.name, rt.scope, rt.h)
 	}
 	if s.d.Gatherer != nil {
-		s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.d.Gatherer, promhttp.HandlerOpts{}))
+		s.metricsHandler = promhttp.HandlerFor(s.d.Gatherer, promhttp.HandlerOpts{})
 	}
+}
+
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
+	if s.metricsHandler == nil {
+		return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "metrics are not enabled on this server"}
+	}
+	s.metricsHandler.ServeHTTP(w, r)
+	return nil
 }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) error {

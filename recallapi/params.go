@@ -1,0 +1,87 @@
+package recallapi
+
+import (
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+const (
+	defaultPageLimit = 100
+	maxPageLimit     = 1000
+	maxQueryParam    = 1000
+)
+
+// pathUUID reads a path parameter that must be a UUID, naming it in the
+// error.
+func pathUUID(r *http.Request, name string) (uuid.UUID, error) {
+	raw := r.PathValue(name)
+	id, err := uuid.Parse(raw)
+	if err != nil {
+		return uuid.Nil, badRequest(name, name+" must be a UUID")
+	}
+	return id, nil
+}
+
+// page reads limit (1–1000, default 100) and offset (≥ 0) from the query
+// string.
+func page(r *http.Request) (limit, offset int, err error) {
+	limit, offset = defaultPageLimit, 0
+	q := r.URL.Query()
+	if v := q.Get("limit"); v != "" {
+		n, perr := strconv.Atoi(v)
+		if perr != nil || n < 1 || n > maxPageLimit {
+			return 0, 0, badRequest("limit", "limit must be an integer from 1 to 1000")
+		}
+		limit = n
+	}
+	if v := q.Get("offset"); v != "" {
+		n, perr := strconv.Atoi(v)
+		if perr != nil || n < 0 {
+			return 0, 0, badRequest("offset", "offset must be a non-negative integer")
+		}
+		offset = n
+	}
+	return limit, offset, nil
+}
+
+// textParam reads a free-text query parameter with a length bound.
+func textParam(r *http.Request, name string) (string, error) {
+	v := r.URL.Query().Get(name)
+	if len(v) > maxQueryParam || !utf8.ValidString(v) {
+		return "", badRequest(name, name+" must be valid UTF-8 of at most 1000 bytes")
+	}
+	return v, nil
+}
+
+// enumParam reads a query parameter that must be one of allowed (or
+// empty).
+func enumParam(r *http.Request, name string, allowed ...string) (string, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return "", nil
+	}
+	for _, a := range allowed {
+		if v == a {
+			return v, nil
+		}
+	}
+	msg := name + " must be one of"
+	for i, a := range allowed {
+		if i > 0 {
+			msg += ","
+		}
+		msg += " " + a
+	}
+	return "", badRequest(name, msg)
+}
+
+// list is the Hindsight-style page envelope.
+type list[T any] struct {
+	Items  []T `json:"items"`
+	Total  int `json:"total"`
+	Limit  int `json:"limit"`
+	Offset int `json:"offset"`
+}
