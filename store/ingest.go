@@ -172,6 +172,22 @@ const (
 			  AND (m.document_id IS DISTINCT FROM u.document_id)
 			ORDER BY abs(extract(epoch FROM m.mentioned_at - u.mentioned_at)) LIMIT 3) o
 		ON CONFLICT DO NOTHING`
+	// Semantic links to the nearest facts (cosine similarity ≥ 0.7) through
+	// the HNSW index. One index probe per fact costs more than the rest of
+	// persistence together, so it runs in the background (LinkSemantic), not
+	// in the ingest transaction.
+	qSemanticLinks = `INSERT INTO memory_links (bank_id, from_id, to_id, link_type, weight)
+		SELECT u.bank_id, u.id, o.id, 'semantic', o.sim
+		FROM unnest($1::uuid[]) AS n(id)
+		JOIN memory_units u ON u.id = n.id
+		CROSS JOIN LATERAL (
+			SELECT m.id, (1 - (m.embedding <=> u.embedding))::real AS sim
+			FROM memory_units m
+			WHERE m.bank_id = u.bank_id AND m.id <> u.id AND m.fact_type <> 'observation'
+			ORDER BY m.embedding <=> u.embedding LIMIT 3) o
+		WHERE u.embedding IS NOT NULL AND o.sim >= 0.7
+		ON CONFLICT DO NOTHING`
+	qLinkSearchSettings = `SELECT set_config('hnsw.ef_search', '20', true), set_config('hnsw.iterative_scan', 'relaxed_order', true)`
 	qInsertAudit = `INSERT INTO defense_audit (bank_id, event_key, label, action, fingerprint)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) ON CONFLICT DO NOTHING`
 	qEnqueueJob = `INSERT INTO jobs (kind, bank_id, unique_key)
@@ -506,3 +522,24 @@ func (s *Store) RecordDeadLetter(ctx context.Context, topic string, partition in
 
 // UUID is the id type of memory units, chunks and entities.
 type UUID = uuid.UUID
+
+// LinkSemantic adds semantic links (similarity ≥ 0.7, top 3) from the given
+// facts to their nearest neighbours in the same bank. It is idempotent.
+func (s *Store) LinkSemantic(ctx context.Context, ids []uuid.UUID) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	var n int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, qLinkSearchSettings); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, qSemanticLinks, ids)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("semantic links for %d facts: %w", len(ids), err)
+	}
+	return n, nil
+}
