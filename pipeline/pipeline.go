@@ -154,9 +154,6 @@ type Pipeline struct {
 	wg       sync.WaitGroup
 	closed   chan struct{}
 	once     sync.Once
-
-	persistedMu sync.Mutex
-	waiters     map[string][]chan struct{} // bank/event key → waiters (HTTP retain)
 }
 
 // New builds and starts the pipeline's lanes.
@@ -172,7 +169,7 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pipeline{
 		cfg: cfg, deps: deps, log: deps.Logger, m: newMetrics(deps.Registerer), splitter: sp,
-		ctx: ctx, cancel: cancel, closed: make(chan struct{}), waiters: map[string][]chan struct{}{},
+		ctx: ctx, cancel: cancel, closed: make(chan struct{}),
 	}
 	for i := 0; i < cfg.Lanes; i++ {
 		in := make(chan Message, cfg.ChannelSize)
@@ -396,6 +393,12 @@ func (p *Pipeline) extractBatch(batch []*item) []*item {
 		if p.ctx.Err() != nil {
 			return nil
 		}
+		if len(batch) > 1 {
+			// One record the extractor chokes on must not take its batch
+			// with it: halve until the failing records stand alone.
+			mid := len(batch) / 2
+			return append(p.extractBatch(batch[:mid]), p.extractBatch(batch[mid:])...)
+		}
 		for _, it := range batch {
 			p.deadLetter(it.msg, recErr(ClassExtractFailed, "extract", "%v", err), it.ev.BankID)
 		}
@@ -522,10 +525,9 @@ func (p *Pipeline) writeRecords(items []*item, recs []store.EventRecord, depth i
 		if err == nil {
 			p.m.persisted.Add(float64(res.NewEvents))
 			p.m.duplicates.Add(float64(res.Duplicates))
-			for i, it := range items {
+			for _, it := range items {
 				p.m.e2eSeconds.Observe(time.Since(it.start).Seconds())
 				it.msg.Ack()
-				p.notify(recs[i].BankID, recs[i].EventKey)
 			}
 			p.m.out.Add(float64(len(items)))
 			return

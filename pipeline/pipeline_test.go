@@ -250,11 +250,11 @@ func TestPoisonRecordsDeadLettered(t *testing.T) {
 		pipeline.ClassInvalidJSON:   []byte(`{"bank_id": "alice", "content": `),
 		pipeline.ClassInvalidUTF8:   append([]byte(`{"bank_id":"alice","content":"`), 0xff, 0xfe, '"', '}'),
 		pipeline.ClassOversized:     []byte(big),
-		"missing_bank":     []byte(`{"content":"hello there, I live in Paris"}`),
-		"both":             []byte(`{"bank_id":"alice","content":"x","messages":[{"role":"user","content":"y"}]}`),
-		"neither":          []byte(`{"bank_id":"alice"}`),
+		"missing_bank":              []byte(`{"content":"hello there, I live in Paris"}`),
+		"both":                      []byte(`{"bank_id":"alice","content":"x","messages":[{"role":"user","content":"y"}]}`),
+		"neither":                   []byte(`{"bank_id":"alice"}`),
 		pipeline.ClassInvalidBankID: []byte(`{"bank_id":"../etc","content":"x"}`),
-		"bad_role":         []byte(`{"bank_id":"alice","messages":[{"role":"robot","content":"y"}]}`),
+		"bad_role":                  []byte(`{"bank_id":"alice","messages":[{"role":"robot","content":"y"}]}`),
 	}
 	wantClass := map[string]string{
 		pipeline.ClassInvalidJSON: pipeline.ClassInvalidJSON, pipeline.ClassInvalidUTF8: pipeline.ClassInvalidUTF8, pipeline.ClassOversized: pipeline.ClassOversized,
