@@ -28,13 +28,16 @@ const (
 	// The inner SELECT picks the oldest due job whose bank is not paused;
 	// SKIP LOCKED lets concurrent workers each take a different row instead
 	// of queueing behind one lock. Jobs of a paused bank stay available
-	// and are picked up as soon as the bank resumes.
+	// and are picked up as soon as the bank resumes. A bank whose job is
+	// running is skipped too, so one bank is drained by one worker at a
+	// time (its new job waits for the running one).
 	qJobClaim = `UPDATE jobs SET state = 'running', locked_at = now(), locked_by = $2, attempts = attempts + 1
 		WHERE id = (
 			SELECT j.id FROM jobs j
 			JOIN banks b ON b.id = j.bank_id
 			WHERE j.state = 'available' AND j.kind = $1 AND j.run_at <= now()
 			  AND b.consolidation_state <> 'paused'
+			  AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.bank_id = j.bank_id AND r.kind = j.kind AND r.state = 'running')
 			ORDER BY j.run_at, j.id
 			LIMIT 1
 			FOR UPDATE OF j SKIP LOCKED)

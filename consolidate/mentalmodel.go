@@ -1,0 +1,136 @@
+package consolidate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/memstream/memstream/store"
+)
+
+// mentalModelPool is how many observations a refresh considers; the
+// summary keeps those that fit the model's token budget.
+const mentalModelPool = 20
+
+// Refresh recomputes one mental model now, regardless of the minimum
+// interval (the API's POST …/mental-models/{id}/refresh). It returns an
+// error wrapping store.ErrNotFound when the bank has no such model.
+func (w *Worker) Refresh(ctx context.Context, bankID, id string) error {
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return fmt.Errorf("refresh mental model %s/%s: %w", bankID, id, store.ErrNotFound)
+	}
+	m, err := w.st.RefreshTargetByID(ctx, bankID, uid)
+	if err != nil {
+		return err
+	}
+	return w.refreshModel(ctx, m)
+}
+
+// refreshBankModels refreshes the bank's mental models; unless force, a
+// model refreshed less than MentalModelMinInterval ago is left alone, so a
+// bank that consolidates continuously does not rewrite its models after
+// every batch.
+func (w *Worker) refreshBankModels(ctx context.Context, bankID string, force bool) (int, error) {
+	models, err := w.st.RefreshTargets(ctx, bankID)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	now := w.now()
+	for _, m := range models {
+		if !force && m.LastRefreshedAt != nil && now.Sub(*m.LastRefreshedAt) < w.cfg.MentalModelMinInterval {
+			w.m.refreshes.WithLabelValues("too_soon").Inc()
+			continue
+		}
+		if err := w.refreshModel(ctx, m); err != nil {
+			w.m.refreshes.WithLabelValues("error").Inc()
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// basedOn is the mental model's based_on column, shaped like reflect's.
+type basedOn struct {
+	Memories     []string `json:"memories"`
+	Observations []string `json:"observations"`
+	MentalModels []string `json:"mental_models"`
+	GeneratedBy  string   `json:"generated_by"`
+	SourceQuery  string   `json:"source_query"`
+}
+
+func (w *Worker) refreshModel(ctx context.Context, m store.RefreshTarget) error {
+	vecs, err := w.emb.Embed(ctx, []string{m.SourceQuery})
+	if err != nil {
+		return fmt.Errorf("refresh mental model %s/%s: embed question: %w", m.BankID, m.ID, err)
+	}
+	obs, err := w.st.RankObservations(ctx, m.BankID, m.Tags, vecs[0], mentalModelPool)
+	if err != nil {
+		return fmt.Errorf("refresh mental model %s/%s: %w", m.BankID, m.ID, err)
+	}
+	content, used := Summarize(m.SourceQuery, obs, m.MaxTokens)
+	b := basedOn{Memories: []string{}, Observations: []string{}, MentalModels: []string{}, GeneratedBy: "extractive", SourceQuery: m.SourceQuery}
+	for _, o := range used {
+		b.Observations = append(b.Observations, o.ID.String())
+	}
+	raw, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	if err := w.st.WriteMentalModelRefresh(ctx, m.BankID, m.ID, content, raw, w.now()); err != nil {
+		return err
+	}
+	w.m.refreshes.WithLabelValues("refreshed").Inc()
+	w.log.Debug("mental model refreshed", slog.String("bank_id", m.BankID), slog.String("mental_model_id", m.ID.String()),
+		slog.Int("observations", len(used)))
+	return nil
+}
+
+// Summarize is the offline content of a mental model: an extractive
+// summary of the observations that answer its question, best first, each
+// with its trend, its amount of evidence and a citation [obs:<id>] that
+// the API and knowledge pages resolve. Observations that do not resemble
+// the question at all (similarity <= 0) are left out; maxTokens (about
+// four characters each) bounds the length. It returns the content and the
+// observations it cites.
+func Summarize(question string, obs []store.RankedObservation, maxTokens int) (string, []store.RankedObservation) {
+	if maxTokens <= 0 {
+		maxTokens = 2048
+	}
+	budget := maxTokens * 4
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(question))
+	b.WriteString("\n\n")
+	var used []store.RankedObservation
+	seen := map[string]bool{}
+	for _, o := range obs {
+		if o.Similarity <= 0 || seen[o.Text] {
+			continue
+		}
+		trend := o.Trend
+		if trend == "" {
+			trend = "UNKNOWN"
+		}
+		noun := "pieces"
+		if o.ProofCount == 1 {
+			noun = "piece"
+		}
+		line := fmt.Sprintf("- %s (%s, %d %s of evidence) [obs:%s]\n", strings.TrimSpace(o.Text), trend, o.ProofCount, noun, o.ID)
+		if b.Len()+len(line) > budget && len(used) > 0 {
+			break
+		}
+		seen[o.Text] = true
+		b.WriteString(line)
+		used = append(used, o)
+	}
+	if len(used) == 0 {
+		b.WriteString("No observations answer this question yet.\n")
+	}
+	return b.String(), used
+}

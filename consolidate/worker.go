@@ -1,0 +1,644 @@
+package consolidate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/memstream/memstream/lexical"
+	"github.com/memstream/memstream/store"
+)
+
+// Embedder turns texts into vectors of the store's dimension.
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// Deps are the Worker's collaborators.
+type Deps struct {
+	Store    *store.Store
+	Embedder Embedder
+	// Adjudicator decides; nil means the offline rules with defaults.
+	Adjudicator Adjudicator
+	Log         *slog.Logger
+	// Registerer receives the worker's metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	// Clock is the time source for consolidated_at, history, trends and
+	// the mental-model interval; nil means time.Now.
+	Clock func() time.Time
+	// Progress, when set, is called after each batch of DrainBank with
+	// the running totals (the consolidate command prints it).
+	Progress func(bankID string, r Result)
+}
+
+// Config configures the Worker (config section consolidation).
+type Config struct {
+	// Workers is how many jobs run at once (consolidation.workers).
+	Workers int
+	// BatchSize is how many facts are read per round (consolidation.batch_size).
+	BatchSize int
+	// PollInterval is the wait when no job is due (consolidation.poll_interval).
+	PollInterval time.Duration
+	// RatePerSecond caps facts adjudicated per second across the worker's
+	// goroutines; 0 is unlimited (consolidation.rate_per_second).
+	RatePerSecond float64
+	// MentalModelMinInterval is the least time between two refreshes of
+	// one mental model after consolidation (consolidation.mental_model_min_interval).
+	MentalModelMinInterval time.Duration
+	// MentalModelSchedule refreshes every mental model this often even
+	// without new facts (trends and recency change with time).
+	MentalModelSchedule time.Duration
+	// HousekeepingInterval is how often stale jobs are reclaimed, the
+	// backlog gauges updated and banks with a backlog but no job
+	// re-enqueued.
+	HousekeepingInterval time.Duration
+	// LockTimeout is how long a running job may hold its lock before it is
+	// presumed crashed and made available again.
+	LockTimeout time.Duration
+	// RetryBase and RetryMax bound the exponential retry backoff.
+	RetryBase, RetryMax time.Duration
+	// Candidates is how many fused candidate observations a fact gets.
+	Candidates int
+	// MergeThreshold is the cosine similarity from which two observations
+	// of one scope are merged.
+	MergeThreshold float64
+	// WorkerID names this worker in jobs.locked_by.
+	WorkerID string
+}
+
+// WithDefaults fills unset fields.
+func (c Config) WithDefaults() Config {
+	if c.Workers == 0 {
+		c.Workers = 2
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 64
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = 500 * time.Millisecond
+	}
+	if c.MentalModelMinInterval == 0 {
+		c.MentalModelMinInterval = 30 * time.Second
+	}
+	if c.MentalModelSchedule == 0 {
+		c.MentalModelSchedule = 10 * time.Minute
+	}
+	if c.HousekeepingInterval == 0 {
+		c.HousekeepingInterval = 5 * time.Second
+	}
+	if c.LockTimeout == 0 {
+		c.LockTimeout = 5 * time.Minute
+	}
+	if c.RetryBase == 0 {
+		c.RetryBase = time.Second
+	}
+	if c.RetryMax == 0 {
+		c.RetryMax = 10 * time.Minute
+	}
+	if c.Candidates == 0 {
+		c.Candidates = 10
+	}
+	if c.MergeThreshold == 0 {
+		c.MergeThreshold = 0.97
+	}
+	if c.WorkerID == "" {
+		host, _ := os.Hostname()
+		c.WorkerID = host + "-" + strconv.Itoa(os.Getpid())
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Workers < 1:
+		return fmt.Errorf("consolidation.workers: %d, must be at least 1", c.Workers)
+	case c.BatchSize < 1:
+		return fmt.Errorf("consolidation.batch_size: %d, must be at least 1", c.BatchSize)
+	case c.PollInterval <= 0:
+		return fmt.Errorf("consolidation.poll_interval: %s, must be positive", c.PollInterval)
+	case c.RatePerSecond < 0:
+		return fmt.Errorf("consolidation.rate_per_second: %v, must not be negative (0 means unlimited)", c.RatePerSecond)
+	case c.MentalModelMinInterval < 0:
+		return fmt.Errorf("consolidation.mental_model_min_interval: %s, must not be negative", c.MentalModelMinInterval)
+	case c.MentalModelSchedule <= 0:
+		return fmt.Errorf("consolidate config MentalModelSchedule: %s, must be positive", c.MentalModelSchedule)
+	case c.HousekeepingInterval <= 0:
+		return fmt.Errorf("consolidate config HousekeepingInterval: %s, must be positive", c.HousekeepingInterval)
+	case c.LockTimeout <= 0:
+		return fmt.Errorf("consolidate config LockTimeout: %s, must be positive", c.LockTimeout)
+	case c.RetryBase <= 0 || c.RetryMax < c.RetryBase:
+		return fmt.Errorf("consolidate config RetryBase/RetryMax: %s/%s, need 0 < base <= max", c.RetryBase, c.RetryMax)
+	case c.Candidates < 1:
+		return fmt.Errorf("consolidate config Candidates: %d, must be at least 1", c.Candidates)
+	case c.MergeThreshold <= 0 || c.MergeThreshold > 1:
+		return fmt.Errorf("consolidate config MergeThreshold: %v not in (0, 1]", c.MergeThreshold)
+	}
+	return nil
+}
+
+// Result counts what a drain did.
+type Result struct {
+	// Facts is how many facts were consolidated.
+	Facts       int `json:"facts"`
+	Created     int `json:"created"`
+	Updated     int `json:"updated"`
+	Invalidated int `json:"invalidated"`
+	Merged      int `json:"merged"`
+	// Evidence is how many evidence rows were added.
+	Evidence int `json:"evidence"`
+	// MentalModels is how many mental models were refreshed afterwards.
+	MentalModels int `json:"mental_models"`
+	// Paused is set when the drain stopped because the bank is paused.
+	Paused bool `json:"paused"`
+}
+
+func (r *Result) add(o store.ApplyOutcome, facts int) {
+	if !o.Applied {
+		return
+	}
+	r.Facts += facts
+	r.Created += o.Created
+	r.Updated += o.Updated
+	r.Invalidated += o.Invalidated
+	r.Merged += o.Merged
+	r.Evidence += o.Evidence
+}
+
+// Worker consolidates facts into observations.
+type Worker struct {
+	st      *store.Store
+	emb     Embedder
+	adj     Adjudicator
+	log     *slog.Logger
+	now     func() time.Time
+	onBatch func(string, Result)
+	cfg     Config
+	limiter *rate.Limiter
+	m       metrics
+}
+
+type metrics struct {
+	backlog, oldest prometheus.Gauge
+	facts           *prometheus.CounterVec
+	changes         *prometheus.CounterVec
+	jobs            *prometheus.CounterVec
+	batchSeconds    prometheus.Histogram
+	refreshes       *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (metrics, error) {
+	m := metrics{
+		backlog: prometheus.NewGauge(prometheus.GaugeOpts{Name: "memstream_consolidation_backlog_facts",
+			Help: "Facts not yet consolidated, across banks."}),
+		oldest: prometheus.NewGauge(prometheus.GaugeOpts{Name: "memstream_consolidation_oldest_unconsolidated_seconds",
+			Help: "Age of the oldest unconsolidated fact (0 when there is none)."}),
+		facts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memstream_consolidation_facts_total",
+			Help: "Facts consolidated, by outcome (applied, skipped: another worker had applied them)."}, []string{"outcome"}),
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memstream_consolidation_observation_changes_total",
+			Help: "Observation changes written, by action."}, []string{"action"}),
+		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memstream_consolidation_jobs_total",
+			Help: "Consolidation jobs finished, by outcome (done, retry, failed, released)."}, []string{"outcome"}),
+		batchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "memstream_consolidation_batch_seconds",
+			Help: "Time to adjudicate and apply one batch of facts.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
+		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memstream_consolidation_mental_model_refreshes_total",
+			Help: "Mental model refreshes, by outcome."}, []string{"outcome"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.backlog, m.oldest, m.facts, m.changes, m.jobs, m.batchSeconds, m.refreshes} {
+		if err := reg.Register(c); err != nil {
+			return m, fmt.Errorf("consolidate metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// New returns a Worker.
+func New(deps Deps, cfg Config) (*Worker, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if deps.Store == nil {
+		return nil, errors.New("consolidate: Deps.Store is nil")
+	}
+	if deps.Embedder == nil {
+		return nil, errors.New("consolidate: Deps.Embedder is nil")
+	}
+	if deps.Log == nil {
+		deps.Log = slog.New(slog.DiscardHandler)
+	}
+	if deps.Clock == nil {
+		deps.Clock = time.Now
+	}
+	if deps.Adjudicator == nil {
+		off, err := NewOffline(OfflineConfig{})
+		if err != nil {
+			return nil, err
+		}
+		deps.Adjudicator = off
+	}
+	if deps.Adjudicator.BatchSize() < 1 {
+		return nil, fmt.Errorf("consolidate: adjudicator batch size %d", deps.Adjudicator.BatchSize())
+	}
+	m, err := newMetrics(deps.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	lim := rate.NewLimiter(rate.Inf, 1)
+	if cfg.RatePerSecond > 0 {
+		// The burst is one second's worth (at least one batch of the
+		// adjudicator), so WaitN never asks for more than the bucket holds.
+		burst := max(int(math.Ceil(cfg.RatePerSecond)), deps.Adjudicator.BatchSize())
+		lim = rate.NewLimiter(rate.Limit(cfg.RatePerSecond), burst)
+	}
+	return &Worker{st: deps.Store, emb: deps.Embedder, adj: deps.Adjudicator, log: deps.Log, now: deps.Clock,
+		onBatch: deps.Progress, cfg: cfg, limiter: lim, m: m}, nil
+}
+
+// Run claims and drains consolidation jobs until ctx ends, with
+// cfg.Workers goroutines, plus housekeeping (stale-lock reclaim, backlog
+// metrics, lost-job recovery) and the scheduled mental-model refresh. It
+// returns nil when ctx is cancelled.
+func (w *Worker) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for i := range w.cfg.Workers {
+		id := fmt.Sprintf("%s/%d", w.cfg.WorkerID, i)
+		wg.Go(func() { w.loop(ctx, id) })
+	}
+	wg.Go(func() { w.housekeeping(ctx) })
+	wg.Go(func() { w.schedule(ctx) })
+	wg.Wait()
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (w *Worker) loop(ctx context.Context, id string) {
+	for ctx.Err() == nil {
+		job, err := w.st.ClaimJob(ctx, store.JobConsolidate, id)
+		if err != nil {
+			if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
+				w.log.Warn("claim consolidation job", slog.Any("error", err))
+			}
+			if !sleep(ctx, w.cfg.PollInterval) {
+				return
+			}
+			continue
+		}
+		w.runJob(ctx, id, job)
+	}
+}
+
+func (w *Worker) runJob(ctx context.Context, id string, job store.Job) {
+	log := w.log.With(slog.Int64("job_id", job.ID), slog.String("bank_id", job.BankID), slog.Int("attempt", job.Attempts))
+	res, err := w.DrainBank(ctx, job.BankID)
+	// The job row must be settled even when ctx is cancelled (shutdown):
+	// a released job is picked up at once by the next worker instead of
+	// waiting for the lock timeout.
+	settle := context.WithoutCancel(ctx)
+	switch {
+	case ctx.Err() != nil:
+		if _, ferr := w.st.FailJob(settle, job.ID, id, 0, errors.New("worker shut down")); ferr != nil {
+			log.Warn("release job on shutdown", slog.Any("error", ferr))
+		}
+		w.m.jobs.WithLabelValues("released").Inc()
+	case err != nil:
+		backoff := w.backoff(job.Attempts)
+		state, ferr := w.st.FailJob(settle, job.ID, id, backoff, err)
+		if ferr != nil {
+			log.Warn("record job failure", slog.Any("error", ferr))
+		}
+		outcome := "retry"
+		if state == "failed" {
+			outcome = "failed"
+		}
+		w.m.jobs.WithLabelValues(outcome).Inc()
+		log.Warn("consolidation job failed", slog.Any("error", err), slog.Duration("retry_in", backoff), slog.String("state", state))
+	default:
+		if cerr := w.st.CompleteJob(settle, job.ID, id); cerr != nil {
+			log.Warn("complete job", slog.Any("error", cerr))
+		}
+		w.m.jobs.WithLabelValues("done").Inc()
+		log.Debug("consolidation job done", slog.Int("facts", res.Facts), slog.Int("created", res.Created),
+			slog.Int("updated", res.Updated), slog.Bool("paused", res.Paused))
+	}
+}
+
+// backoff doubles from RetryBase per attempt, capped at RetryMax.
+func (w *Worker) backoff(attempts int) time.Duration {
+	d := w.cfg.RetryBase
+	for i := 1; i < attempts && d < w.cfg.RetryMax; i++ {
+		d *= 2
+	}
+	return min(d, w.cfg.RetryMax)
+}
+
+func (w *Worker) housekeeping(ctx context.Context) {
+	for {
+		if n, err := w.st.ReclaimStaleJobs(ctx, w.cfg.LockTimeout); err != nil && ctx.Err() == nil {
+			w.log.Warn("reclaim stale consolidation jobs", slog.Any("error", err))
+		} else if n > 0 {
+			w.log.Info("reclaimed consolidation jobs of lost workers", slog.Int("jobs", n))
+		}
+		// A bank whose job ran out of attempts still has facts waiting;
+		// a new job (collapsed by its unique key) gives it another round.
+		if banks, err := w.st.BanksWithBacklog(ctx); err == nil && len(banks) > 0 {
+			if err := w.st.EnqueueConsolidation(ctx, banks...); err != nil && ctx.Err() == nil {
+				w.log.Warn("re-enqueue consolidation", slog.Any("error", err))
+			}
+		}
+		if err := w.UpdateMetrics(ctx); err != nil && ctx.Err() == nil {
+			w.log.Warn("consolidation backlog metrics", slog.Any("error", err))
+		}
+		if !sleep(ctx, w.cfg.HousekeepingInterval) {
+			return
+		}
+	}
+}
+
+// UpdateMetrics refreshes the backlog gauges from the database.
+func (w *Worker) UpdateMetrics(ctx context.Context) error {
+	b, err := w.st.ConsolidationBacklog(ctx)
+	if err != nil {
+		return err
+	}
+	w.m.backlog.Set(float64(b.Facts))
+	w.m.oldest.Set(b.OldestAge.Seconds())
+	return nil
+}
+
+func (w *Worker) schedule(ctx context.Context) {
+	for sleep(ctx, w.cfg.MentalModelSchedule) {
+		banks, err := w.st.BanksWithMentalModels(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Warn("scheduled mental model refresh", slog.Any("error", err))
+			}
+			continue
+		}
+		for _, b := range banks {
+			if _, err := w.st.RefreshTrends(ctx, b, w.trend); err != nil && ctx.Err() == nil {
+				w.log.Warn("scheduled trend refresh", slog.String("bank_id", b), slog.Any("error", err))
+			}
+			if _, err := w.refreshBankModels(ctx, b, true); err != nil && ctx.Err() == nil {
+				w.log.Warn("scheduled mental model refresh", slog.String("bank_id", b), slog.Any("error", err))
+			}
+		}
+	}
+}
+
+func (w *Worker) trend(ev []time.Time) string { return Trend(ev, w.now()) }
+
+// DrainBank consolidates every pending fact of a bank, batch by batch,
+// honouring the bank's pause (checked before each batch) and the rate
+// limit, then refreshes the bank's trends and, at most once per
+// MentalModelMinInterval, its mental models. It is what a job runs, and
+// what `memstream consolidate --bank` runs on demand.
+func (w *Worker) DrainBank(ctx context.Context, bankID string) (Result, error) {
+	var res Result
+	for {
+		paused, err := w.st.ConsolidationPaused(ctx, bankID)
+		if err != nil {
+			return res, err
+		}
+		if paused {
+			res.Paused = true
+			break
+		}
+		facts, err := w.st.PendingFacts(ctx, bankID, w.cfg.BatchSize)
+		if err != nil {
+			return res, err
+		}
+		if len(facts) == 0 {
+			break
+		}
+		n := w.adj.BatchSize()
+		for i := 0; i < len(facts); i += n {
+			group := facts[i:min(i+n, len(facts))]
+			if err := w.limiter.WaitN(ctx, len(group)); err != nil {
+				return res, err
+			}
+			out, err := w.consolidate(ctx, bankID, group)
+			if err != nil {
+				return res, err
+			}
+			res.add(out, len(group))
+		}
+		if w.onBatch != nil {
+			w.onBatch(bankID, res)
+		}
+	}
+	if _, err := w.st.RefreshTrends(ctx, bankID, w.trend); err != nil {
+		return res, err
+	}
+	if res.Facts > 0 {
+		n, err := w.refreshBankModels(ctx, bankID, false)
+		res.MentalModels = n
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// consolidate adjudicates one group of facts and applies the decision in
+// one transaction.
+func (w *Worker) consolidate(ctx context.Context, bankID string, group []store.PendingFact) (store.ApplyOutcome, error) {
+	start := time.Now()
+	ids := make([]uuid.UUID, len(group))
+	var batch []FactCandidates
+	for i := range group {
+		f := &group[i]
+		ids[i] = f.ID
+		f.Tags = normTags(f.Tags)
+		if f.State != "valid" {
+			// An invalidated fact supports nothing; it only leaves the
+			// backlog.
+			continue
+		}
+		if len(f.Embedding) == 0 {
+			vecs, err := w.emb.Embed(ctx, []string{f.Text})
+			if err != nil {
+				return store.ApplyOutcome{}, fmt.Errorf("embed fact %s: %w", f.ID, err)
+			}
+			f.Embedding = vecs[0]
+		}
+		q := store.CandidateQuery{BankID: bankID, Tags: f.Tags, Embedding: f.Embedding, Terms: lexical.QueryTerms(f.Text),
+			EntityIDs: f.EntityIDs, Limit: w.cfg.Candidates}
+		if s, ok := parseSlot(f.Text); ok {
+			q.Slot = s.key()
+		}
+		lists, err := w.st.ObservationCandidates(ctx, q)
+		if err != nil {
+			return store.ApplyOutcome{}, err
+		}
+		cands := interleave(w.cfg.Candidates, map[string][]store.ObservationCandidate{
+			"slot": lists.Slot, "semantic": lists.Semantic, "keyword": lists.Keyword}, "slot", "semantic", "keyword")
+		batch = append(batch, FactCandidates{Fact: *f, Candidates: cands})
+	}
+	var dec Decision
+	if len(batch) > 0 {
+		var err error
+		if dec, err = w.adj.Adjudicate(ctx, batch); err != nil {
+			return store.ApplyOutcome{}, fmt.Errorf("adjudicate %d facts of bank %s: %w", len(batch), bankID, err)
+		}
+		if err := dec.validate(batch); err != nil {
+			return store.ApplyOutcome{}, fmt.Errorf("adjudication of bank %s rejected: %w", bankID, err)
+		}
+	}
+	edits, err := w.edits(ctx, bankID, batch, dec)
+	if err != nil {
+		return store.ApplyOutcome{}, err
+	}
+	out, err := w.st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: bankID, FactIDs: ids, Edits: edits,
+		Now: w.now(), MergeThreshold: w.cfg.MergeThreshold, Trend: w.trend})
+	if err != nil {
+		return out, err
+	}
+	w.m.batchSeconds.Observe(time.Since(start).Seconds())
+	if out.Applied {
+		w.m.facts.WithLabelValues("applied").Add(float64(len(ids)))
+	} else {
+		w.m.facts.WithLabelValues("skipped").Add(float64(len(ids)))
+	}
+	w.m.changes.WithLabelValues("create").Add(float64(out.Created))
+	w.m.changes.WithLabelValues("update").Add(float64(out.Updated))
+	w.m.changes.WithLabelValues("invalidate").Add(float64(out.Invalidated))
+	w.m.changes.WithLabelValues("merge").Add(float64(out.Merged))
+	w.m.changes.WithLabelValues("evidence").Add(float64(out.Evidence))
+	return out, nil
+}
+
+// edits turns a validated decision into store edits: new observations get
+// ids derived from their first source fact (a replay derives the same
+// id), embeddings and search_aux; every source fact becomes verbatim
+// evidence dated when the fact happened.
+func (w *Worker) edits(ctx context.Context, bankID string, batch []FactCandidates, d Decision) ([]store.ObsEdit, error) {
+	facts := map[uuid.UUID]store.PendingFact{}
+	cands := map[uuid.UUID]Candidate{}
+	for _, fc := range batch {
+		facts[fc.Fact.ID] = fc.Fact
+		for _, c := range fc.Candidates {
+			cands[c.ID] = c
+		}
+	}
+	// Texts that are not some fact's own text need an embedding.
+	var toEmbed []string
+	need := func(text string, src []uuid.UUID) {
+		if len(src) == 1 && facts[src[0]].Text == text {
+			return
+		}
+		if !slices.Contains(toEmbed, text) {
+			toEmbed = append(toEmbed, text)
+		}
+	}
+	for _, c := range d.Creates {
+		need(c.Text, c.SourceFactIDs)
+	}
+	for _, u := range d.Updates {
+		if u.Text != "" && u.Text != cands[u.ObservationID].Text {
+			need(u.Text, u.SourceFactIDs)
+		}
+	}
+	vecs := map[string][]float32{}
+	if len(toEmbed) > 0 {
+		out, err := w.emb.Embed(ctx, toEmbed)
+		if err != nil {
+			return nil, fmt.Errorf("embed %d observation texts: %w", len(toEmbed), err)
+		}
+		for i, t := range toEmbed {
+			vecs[t] = out[i]
+		}
+	}
+	vecOf := func(text string, src []uuid.UUID) []float32 {
+		if v, ok := vecs[text]; ok {
+			return v
+		}
+		return facts[src[0]].Embedding
+	}
+	evidence := func(src []uuid.UUID, rel float32) ([]store.ObsEvidence, []string, []uuid.UUID) {
+		var ev []store.ObsEvidence
+		var names []string
+		var ents []uuid.UUID
+		if rel <= 0 {
+			rel = 1
+		}
+		for _, id := range src {
+			f := facts[id]
+			ev = append(ev, store.ObsEvidence{MemoryID: f.ID, Quote: f.Text, Relevance: rel, At: f.When()})
+			names = append(names, f.EntityNames...)
+			ents = append(ents, f.EntityIDs...)
+		}
+		return ev, names, ents
+	}
+
+	var out []store.ObsEdit
+	ordinal := map[uuid.UUID]int{}
+	for _, c := range d.Creates {
+		first := c.SourceFactIDs[0]
+		parts := []string{bankID, "observation", first.String()}
+		if k := ordinal[first]; k > 0 {
+			parts = append(parts, strconv.Itoa(k))
+		}
+		ordinal[first]++
+		ev, names, ents := evidence(c.SourceFactIDs, 1)
+		out = append(out, store.ObsEdit{Kind: store.EditCreate, ObservationID: store.DeriveID(parts...), Text: c.Text,
+			Embedding: vecOf(c.Text, c.SourceFactIDs), SearchAux: lexical.Aux(c.Text, names), Metadata: c.Metadata,
+			Tags: facts[first].Tags, EntityIDs: ents, Reason: c.Reason, Evidence: ev})
+	}
+	for _, u := range d.Updates {
+		cand := cands[u.ObservationID]
+		ev, names, _ := evidence(u.SourceFactIDs, u.Relevance)
+		e := store.ObsEdit{Kind: store.EditEvidence, ObservationID: u.ObservationID, Reason: u.Reason, Evidence: ev}
+		if u.Text != "" && u.Text != cand.Text {
+			meta := u.Metadata
+			if meta == nil {
+				meta = cand.Metadata
+			}
+			e.Kind, e.Text, e.Embedding, e.SearchAux, e.Metadata = store.EditUpdate, u.Text, vecOf(u.Text, u.SourceFactIDs),
+				lexical.Aux(u.Text, names), meta
+		}
+		out = append(out, e)
+	}
+	for _, del := range d.Deletes {
+		out = append(out, store.ObsEdit{Kind: store.EditInvalidate, ObservationID: del.ObservationID, Reason: del.Reason,
+			Sources: del.SourceFactIDs})
+	}
+	return out, nil
+}
+
+// normTags is the scope key's canonical form: sorted, without duplicates.
+func normTags(tags []string) []string {
+	out := slices.Clone(tags)
+	if out == nil {
+		out = []string{}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func scopeKey(tags []string) string {
+	return fmt.Sprint(normTags(tags))
+}
