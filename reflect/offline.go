@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memstream/memstream/lexical"
+
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -53,44 +55,66 @@ const (
 )
 
 // extractive composes an answer from the gathered sources: a lead from the
-// best mental model or observation, then the newest supporting facts, each
-// cited as [id]. When sources conflict, newer evidence and non-stale
-// observations win, because a memory bank accumulates superseded facts
-// ("I live in Beijing") next to their replacements ("I moved to
-// Shanghai").
+// best mental model, observation or fact, then the newest facts that
+// support it, each cited as [id]. When sources conflict, newer evidence and
+// non-stale observations win, because a memory bank accumulates
+// superseded facts ("I live in Beijing") next to their replacements ("I
+// moved to Shanghai").
 func (s *session) extractive() Response {
 	var parts []string
-	var cited []string
-	cite := func(src *source, text string) {
-		parts = append(parts, fmt.Sprintf("%s [%s]", strings.TrimSpace(text), src.ID))
-		cited = append(cited, src.ID)
+	var cited []*source
+	cite := func(src *source, prefix, text string) {
+		parts = append(parts, fmt.Sprintf("%s%s [%s]", prefix, strings.TrimSpace(text), src.ID))
+		cited = append(cited, src)
 	}
 
+	queryTerms := terms(s.req.Query)
 	obs := s.pick(s.obs)
-	var lead *source
+	// Facts qualify only if they share an informative word with the
+	// question or the observation besides the names of who they are about:
+	// the graph arm also returns everything else said about the same
+	// person.
+	var facts []*source
+	for _, f := range s.comparableNewestFirst(s.facts) {
+		ft := terms(f.Text)
+		if overlaps(ft, queryTerms, f.Names) || (obs != nil && overlaps(ft, terms(obs.Text), union(queryTerms, f.Names))) {
+			facts = append(facts, f)
+		}
+	}
+	var model *source
 	for _, m := range s.models {
 		if m.Score >= modelMatch && strings.TrimSpace(m.Text) != "" {
-			lead = m
+			model = m
 			break
 		}
 	}
-	// A mental model refreshed before the best observation's newest
-	// evidence may be out of date: the observation leads then.
-	if lead != nil && obs != nil && !obs.stale(s.now) && (lead.When.IsZero() || obs.When.After(lead.When)) {
-		lead = nil
+	newestFact := func() *source {
+		if len(facts) == 0 {
+			return nil
+		}
+		return facts[0]
 	}
-	if lead != nil {
-		cite(lead, firstSentences(lead.Text, 400))
+
+	// The lead is the most distilled source that is still current: a
+	// mental model unless an observation has newer evidence, an observation
+	// unless it is stale and a newer fact contradicts its age.
+	var lead *source
+	switch {
+	case model != nil && !(obs != nil && !obs.stale(s.now) && (model.When.IsZero() || obs.When.After(model.When))):
+		lead = model
+		cite(model, "", firstSentences(model.Text, 400))
+		if obs != nil && !obs.stale(s.now) {
+			cite(obs, "", obs.Text)
+		}
+	case obs != nil && (!obs.stale(s.now) || newestFact() == nil || !newestFact().When.After(obs.When)):
+		lead = obs
+		cite(obs, "", obs.Text)
 	}
-	if obs != nil {
-		cite(obs, obs.Text)
-	}
-	facts := s.pick(s.facts)
-	if facts != nil {
-		// The newest of the comparably relevant facts supports the lead;
-		// older ones follow, labelled, so the reader sees what changed.
-		support := s.comparableNewestFirst(s.facts)
-		for i, f := range support {
+	if len(facts) > 0 {
+		// The newest qualifying fact supports (or, with no lead, is) the
+		// answer; one older one follows, dated, so the reader sees what
+		// changed.
+		for i, f := range facts {
 			if i >= maxSupport {
 				break
 			}
@@ -98,15 +122,18 @@ func (s *session) extractive() Response {
 			if !f.When.IsZero() {
 				date = " (" + f.When.UTC().Format(time.DateOnly) + ")"
 			}
-			prefix := "Most recent memory" + date + ": "
-			if i > 0 {
-				prefix = "Earlier" + date + ": "
+			switch {
+			case i == 0 && lead == nil:
+				cite(f, "", f.Text+date)
+			case i == 0:
+				cite(f, "Most recent memory"+date+": ", f.Text)
+			default:
+				cite(f, "Earlier"+date+": ", f.Text)
 			}
-			if lead == nil && obs == nil && i == 0 {
-				prefix = ""
-			}
-			cite(f, prefix+f.Text)
 		}
+	}
+	if lead == nil && obs != nil { // a stale observation, superseded by newer facts
+		cite(obs, "Older observation ("+strings.ToLower(cmpOrStr(obs.Trend, "stale"))+"): ", obs.Text)
 	}
 	if len(parts) == 0 {
 		return Response{Text: "I don't know: nothing in memory answers this question.", BasedOn: s.basedOn(""), Extractive: true}
@@ -115,7 +142,42 @@ func (s *session) extractive() Response {
 	if note := s.skepticNote(obs, lead); note != "" {
 		text += "\n" + note
 	}
-	return Response{Text: text, BasedOn: s.basedOn("", cited), Extractive: true}
+	ids := make([]string, len(cited))
+	for i, c := range cited {
+		ids[i] = c.ID
+	}
+	return Response{Text: text, BasedOn: s.basedOn("", ids), Extractive: true}
+}
+
+// terms are the informative words of s (lexical.QueryTerms: no stop words,
+// CJK bigrams).
+func terms(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range lexical.QueryTerms(s) {
+		out[t] = true
+	}
+	return out
+}
+
+func union(a, b map[string]bool) map[string]bool {
+	out := make(map[string]bool, len(a)+len(b))
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+// overlaps reports whether a and b share a term that is not in except.
+func overlaps(a, b, except map[string]bool) bool {
+	for t := range a {
+		if b[t] && !except[t] {
+			return true
+		}
+	}
+	return false
 }
 
 // pick returns the best of srcs: among those scoring within comparable of
@@ -173,7 +235,7 @@ func (s *session) skepticNote(obs, lead *source) string {
 	if obs != nil && (obs.Trend == "WEAKENING" || obs.stale(s.now)) {
 		notes = append(notes, fmt.Sprintf("the observation is %s", strings.ToLower(cmpOrStr(obs.Trend, "stale"))))
 	}
-	if obs != nil && obs.Proof <= 1 && lead == nil {
+	if obs != nil && obs.Proof <= 1 && lead == obs {
 		notes = append(notes, "it rests on a single piece of evidence")
 	}
 	if len(notes) == 0 {
@@ -225,7 +287,7 @@ func (s *session) structured(ctx context.Context, resp *Response) {
 	var lastErr error
 	for attempt := 0; attempt < 2; attempt++ {
 		out, err := s.chat(ctx, openai.ChatCompletionRequest{Model: s.r.cfg.Model, Messages: msgs, MaxTokens: s.r.cfg.AnswerTokens,
-			Temperature: s.r.cfg.Temperature,
+			Temperature:    s.r.cfg.Temperature,
 			ResponseFormat: &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}})
 		if err != nil {
 			lastErr = err

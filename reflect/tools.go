@@ -55,6 +55,8 @@ type source struct {
 	Trend string
 	Score float64
 	Proof int
+	// Names are the lower-cased words of the entities the source mentions.
+	Names map[string]bool
 }
 
 // stale reports whether the source should lose to newer evidence.
@@ -209,7 +211,7 @@ func (s *session) runTool(ctx context.Context, tool string, a toolArgs, ceiling 
 				kind = kindObservation
 			}
 			src := s.remember(&source{Kind: kind, ID: res.ID.String(), Text: res.Text, When: res.MentionedAt,
-				Trend: res.Trend, Score: res.Scores.Final, Proof: res.ProofCount})
+				Trend: res.Trend, Score: res.Scores.Final, Proof: res.ProofCount, Names: terms(strings.Join(res.Entities, " "))})
 			item := map[string]any{"id": src.ID, "text": res.Text, "date": res.MentionedAt.UTC().Format(time.DateOnly)}
 			if kind == kindObservation {
 				s.obs = appendOnce(s.obs, src)
