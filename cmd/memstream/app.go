@@ -64,6 +64,7 @@ type app struct {
 	pipe  *pipeline.Pipeline
 	cons  *consumer.Consumer
 	api   *recallapi.Server
+	ops   *opsServer
 	// apiAddr receives the bound HTTP address once listening.
 	apiAddr chan string
 }
@@ -259,6 +260,15 @@ func (a *app) run(ctx context.Context) error {
 			}
 		}()
 	}
+	if a.ops != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.ops.serve(ctx); err != nil {
+				errc <- fmt.Errorf("http: %w", err)
+			}
+		}()
+	}
 	var err error
 	select {
 	case <-ctx.Done():
@@ -267,6 +277,9 @@ func (a *app) run(ctx context.Context) error {
 	}
 	if a.api != nil {
 		a.api.SetDraining()
+	}
+	if a.ops != nil {
+		a.ops.draining.Store(true)
 	}
 	cancel()
 	wg.Wait() // consumer drained and committed; HTTP shut down

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func TestOpsServerReadiness(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "memstream_test_things_total", Help: "x"})
+	reg.MustRegister(c)
+	dbUp := true
+	o := &opsServer{gatherer: reg, ready: map[string]func(context.Context) error{
+		"database": func(context.Context) error {
+			if dbUp {
+				return nil
+			}
+			return errors.New("connection refused")
+		},
+	}}
+	h := o.handler()
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, _ := get("/health/ready"); code != http.StatusOK {
+		t.Fatalf("ready = %d", code)
+	}
+	dbUp = false
+	if code, body := get("/health/ready"); code != http.StatusServiceUnavailable || !strings.Contains(body, "connection refused") {
+		t.Fatalf("ready with db down = %d %s", code, body)
+	}
+	dbUp = true
+	o.draining.Store(true)
+	if code, body := get("/health/ready"); code != http.StatusServiceUnavailable || !strings.Contains(body, "draining") {
+		t.Fatalf("ready while draining = %d %s", code, body)
+	}
+	if code, _ := get("/health"); code != http.StatusOK {
+		t.Fatalf("liveness = %d", code)
+	}
+	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "memstream_test_things_total") {
+		t.Fatalf("metrics = %d", code)
+	}
+}
