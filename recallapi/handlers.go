@@ -117,9 +117,13 @@ func (s *Server) writeBank(w http.ResponseWriter, r *http.Request, replace bool)
 		b.Mission = *body.Mission
 	}
 	if d := body.Disposition; d != nil {
-		for field, v := range map[string]int{"disposition.skepticism": d.Skepticism, "disposition.literalism": d.Literalism, "disposition.empathy": d.Empathy} {
-			if v < 1 || v > 5 {
-				return badRequest(field, field+" must be an integer from 1 to 5")
+		// In a fixed order, so that the field named is the same every time.
+		for _, t := range []struct {
+			field string
+			v     int
+		}{{"disposition.skepticism", d.Skepticism}, {"disposition.literalism", d.Literalism}, {"disposition.empathy", d.Empathy}} {
+			if t.v < 1 || t.v > 5 {
+				return badRequest(t.field, t.field+" must be an integer from 1 to 5")
 			}
 		}
 		b.Skepticism, b.Literalism, b.Empathy = d.Skepticism, d.Literalism, d.Empathy
@@ -130,7 +134,7 @@ func (s *Server) writeBank(w http.ResponseWriter, r *http.Request, replace bool)
 			return badRequest("defense_policy", "defense_policy: "+err.Error())
 		}
 		if err := p.Validate(); err != nil {
-			return badRequest("defense_policy", err.Error())
+			return badRequest("defense_policy", "defense_policy: "+err.Error())
 		}
 		b.DefensePolicy = body.DefensePolicy
 	}
@@ -314,7 +318,7 @@ func recallRequest(bank string, b recallBody) (recall.Request, error) {
 	}
 	for _, t := range b.Types {
 		if !validTypes[t] {
-			return req, badRequest("types", fmt.Sprintf("unknown type %q (world, experience, observation)", t))
+			return req, badRequest("types", fmt.Sprintf("types: unknown type %q (world, experience, observation)", t))
 		}
 	}
 	switch b.Budget {
@@ -344,7 +348,7 @@ func recallRequest(bank string, b recallBody) (recall.Request, error) {
 	}
 	for _, a := range b.Arms {
 		if !validArms[a] {
-			return req, badRequest("arms", fmt.Sprintf("unknown arm %q (semantic, keyword, graph, temporal)", a))
+			return req, badRequest("arms", fmt.Sprintf("arms: unknown arm %q (semantic, keyword, graph, temporal)", a))
 		}
 	}
 	if b.QueryTimestamp != "" {

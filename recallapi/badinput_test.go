@@ -1,0 +1,128 @@
+package recallapi
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+// Every bad request gets the right status and names the field at fault.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{maxBody: 4096, reflector: &fakeReflector{}, refresher: &fakeRefresher{}})
+	const b = "/v1/default/banks/b1"
+	id := uuid.NewString()
+	if r := e.call("PUT", "/v1/default/banks/b0", `{}`, ""); r.status != 200 {
+		t.Fatalf("put bank: %d %s", r.status, r.raw)
+	}
+	big := `{"query":"` + strings.Repeat("x", 5000) + `"}`
+	for _, c := range []struct {
+		name, method, path, body, ct string
+		status                       int
+		field                        string
+	}{
+		// recall
+		{"recall: missing query", "POST", b + "/memories/recall", `{}`, "", 400, "query"},
+		{"recall: blank query", "POST", b + "/memories/recall", `{"query":"   "}`, "", 400, "query"},
+		{"recall: negative max_tokens", "POST", b + "/memories/recall", `{"query":"x","max_tokens":-1}`, "", 400, "max_tokens"},
+		{"recall: zero max_tokens", "POST", b + "/memories/recall", `{"query":"x","max_tokens":0}`, "", 400, "max_tokens"},
+		{"recall: unknown type", "POST", b + "/memories/recall", `{"query":"x","types":["opinion"]}`, "", 400, "types"},
+		{"recall: bad tags_match", "POST", b + "/memories/recall", `{"query":"x","tags_match":"some"}`, "", 400, "tags_match"},
+		{"recall: bad budget", "POST", b + "/memories/recall", `{"query":"x","budget":"huge"}`, "", 400, "budget"},
+		{"recall: bad fusion", "POST", b + "/memories/recall", `{"query":"x","fusion":"max"}`, "", 400, "fusion"},
+		{"recall: bad arm", "POST", b + "/memories/recall", `{"query":"x","arms":["vibes"]}`, "", 400, "arms"},
+		{"recall: bad query_timestamp", "POST", b + "/memories/recall", `{"query":"x","query_timestamp":"yesterday"}`, "", 400, "query_timestamp"},
+		{"recall: unknown field", "POST", b + "/memories/recall", `{"query":"x","limit":5}`, "", 400, "limit"},
+		{"recall: wrong type", "POST", b + "/memories/recall", `{"query":5}`, "", 400, "query"},
+		{"recall: wrong type of max_tokens", "POST", b + "/memories/recall", `{"query":"x","max_tokens":"many"}`, "", 400, "max_tokens"},
+		{"recall: oversized body", "POST", b + "/memories/recall", big, "", 413, ""},
+		{"recall: wrong content type", "POST", b + "/memories/recall", `{"query":"x"}`, "text/plain", 415, ""},
+		{"recall: form content type", "POST", b + "/memories/recall", `query=x`, "application/x-www-form-urlencoded", 415, ""},
+		{"recall: empty body", "POST", b + "/memories/recall", ``, "", 400, ""},
+		{"recall: not JSON", "POST", b + "/memories/recall", `{query:x}`, "", 400, ""},
+		{"recall: two values", "POST", b + "/memories/recall", `{"query":"x"} {"query":"y"}`, "", 400, ""},
+		{"recall: an array", "POST", b + "/memories/recall", `[1]`, "", 400, ""},
+		{"recall: bad bank id", "POST", "/v1/default/banks/-bad/memories/recall", `{"query":"x"}`, "", 400, "bank_id"},
+		// retain
+		{"retain: no items", "POST", b + "/memories", `{"items":[]}`, "", 400, "items"},
+		{"retain: empty content", "POST", b + "/memories", `{"items":[{"content":"ok"},{"content":" "}]}`, "", 400, "items[1].content"},
+		{"retain: bad timestamp", "POST", b + "/memories", `{"items":[{"content":"x","timestamp":"noon"}]}`, "", 400, "items[0].timestamp"},
+		{"retain: unknown item field", "POST", b + "/memories", `{"items":[{"text":"x"}]}`, "", 400, "text"},
+		{"retain: wrong content type", "POST", b + "/memories", `{"items":[{"content":"x"}]}`, "text/csv", 415, ""},
+		// lists
+		{"list: unknown type", "GET", b + "/memories/list?type=opinion", "", "", 400, "type"},
+		{"list: limit 0", "GET", b + "/memories/list?limit=0", "", "", 400, "limit"},
+		{"list: limit too big", "GET", b + "/memories/list?limit=100000", "", "", 400, "limit"},
+		{"list: negative offset", "GET", b + "/memories/list?offset=-1", "", "", 400, "offset"},
+		{"list: bad state", "GET", b + "/memories/list?state=gone", "", "", 400, "state"},
+		{"observations: bad limit", "GET", b + "/observations?limit=x", "", "", 400, "limit"},
+		{"entities: bad offset", "GET", b + "/entities?offset=x", "", "", 400, "offset"},
+		{"documents: bad limit", "GET", b + "/documents?limit=-3", "", "", 400, "limit"},
+		// ids
+		{"memory: bad id", "GET", b + "/memories/not-a-uuid", "", "", 400, "memory_id"},
+		{"memory: bad id on delete", "DELETE", b + "/memories/123", "", "", 400, "memory_id"},
+		{"memory: unknown", "GET", b + "/memories/" + id, "", "", 404, ""},
+		{"memory: delete unknown", "DELETE", b + "/memories/" + id, "", "", 404, ""},
+		{"observation: bad id", "GET", b + "/observations/x", "", "", 400, "observation_id"},
+		{"entity: bad id", "GET", b + "/entities/x", "", "", 400, "entity_id"},
+		{"entity: unknown", "GET", b + "/entities/" + id, "", "", 404, ""},
+		{"merge: missing into", "POST", b + "/entities/" + id + "/merge", `{}`, "", 400, "into"},
+		{"merge: bad into", "POST", b + "/entities/" + id + "/merge", `{"into":"bob"}`, "", 400, "into"},
+		{"merge: into itself", "POST", b + "/entities/" + id + "/merge", `{"into":"` + id + `"}`, "", 409, "into"},
+		{"alias: empty", "POST", b + "/entities/" + id + "/aliases", `{"alias":""}`, "", 400, "alias"},
+		{"alias: punctuation only", "POST", b + "/entities/" + id + "/aliases", `{"alias":"!!"}`, "", 400, "alias"},
+		{"alias: unknown entity", "POST", b + "/entities/" + id + "/aliases", `{"alias":"Al"}`, "", 404, ""},
+		// mental models
+		{"model: missing name", "POST", b + "/mental-models", `{"source_query":"q"}`, "", 400, "name"},
+		{"model: missing source_query", "POST", b + "/mental-models", `{"name":"n"}`, "", 400, "source_query"},
+		{"model: max_tokens 0", "POST", b + "/mental-models", `{"name":"n","source_query":"q","max_tokens":0}`, "", 400, "max_tokens"},
+		{"model: empty tag", "POST", b + "/mental-models", `{"name":"n","source_query":"q","tags":["a",""]}`, "", 400, "tags[1]"},
+		{"model: bad id", "GET", b + "/mental-models/x", "", "", 400, "mental_model_id"},
+		{"model: unknown", "GET", b + "/mental-models/" + id, "", "", 404, ""},
+		{"model: empty patch", "PATCH", b + "/mental-models/" + id, `{}`, "", 400, ""},
+		{"model: patch blank name", "PATCH", b + "/mental-models/" + id, `{"name":" "}`, "", 400, "name"},
+		{"model: patch unknown", "PATCH", b + "/mental-models/" + id, `{"name":"n"}`, "", 404, ""},
+		{"model: delete unknown", "DELETE", b + "/mental-models/" + id, "", "", 404, ""},
+		{"model: refresh unknown", "POST", b + "/mental-models/" + id + "/refresh", "", "", 404, ""},
+		// documents
+		{"document: delete unknown", "DELETE", b + "/documents/nope", "", "", 404, ""},
+		// reflect
+		{"reflect: missing query", "POST", b + "/reflect", `{"budget":"low"}`, "", 400, "query"},
+		{"reflect: negative max_tokens", "POST", b + "/reflect", `{"query":"q","max_tokens":-5}`, "", 400, "max_tokens"},
+		{"reflect: bad budget", "POST", b + "/reflect", `{"query":"q","budget":"all"}`, "", 400, "budget"},
+		{"reflect: trait too high", "POST", b + "/reflect", `{"query":"q","disposition":{"empathy":9}}`, "", 400, "disposition.empathy"},
+		{"reflect: trait too low", "POST", b + "/reflect", `{"query":"q","disposition":{"skepticism":0}}`, "", 400, "disposition.skepticism"},
+		{"reflect: unknown trait", "POST", b + "/reflect", `{"query":"q","disposition":{"humour":3}}`, "", 400, "humour"},
+		{"reflect: schema not an object", "POST", b + "/reflect", `{"query":"q","response_schema":"json"}`, "", 400, "response_schema"},
+		{"reflect: wrong content type", "POST", b + "/reflect", `{"query":"q"}`, "text/plain", 415, ""},
+		// banks
+		{"bank: trait out of range", "PUT", b, `{"disposition":{"skepticism":0,"literalism":3,"empathy":3}}`, "", 400, "disposition.skepticism"},
+		{"bank: bad consolidation", "PATCH", "/v1/default/banks/b0", `{"consolidation":"stopped"}`, "", 400, "consolidation"},
+		{"bank: patch unknown bank", "PATCH", "/v1/default/banks/nobank", `{"name":"x"}`, "", 404, ""},
+		{"bank: bad policy", "PUT", b, `{"defense_policy":{"default":"explode"}}`, "", 400, "defense_policy"},
+	} {
+		ct := c.ct
+		if ct == "" {
+			ct = "application/json"
+		}
+		r := e.callCT(c.method, c.path, c.body, "", ct)
+		if r.status != c.status {
+			t.Errorf("%s: status %d (%s), want %d", c.name, r.status, r.raw, c.status)
+			continue
+		}
+		if r.body["error"] == nil {
+			t.Errorf("%s: not a JSON error: %s", c.name, r.raw)
+			continue
+		}
+		if r.errField() != c.field {
+			t.Errorf("%s: field %q (%s), want %q", c.name, r.errField(), r.errMessage(), c.field)
+		}
+		if c.field != "" && !strings.Contains(r.errMessage(), strings.Split(c.field, "[")[0]) {
+			t.Errorf("%s: message %q does not name %s", c.name, r.errMessage(), c.field)
+		}
+	}
+	if got := e.pub.published(); len(got) != 0 {
+		t.Fatalf("bad retains produced %d events", len(got))
+	}
+}
