@@ -153,6 +153,7 @@ const fillerHan = "好的谢嗯哈啊呀哦噢吧呢嘛了对是行可以收到�
 // contentFree reports whether a sentence carries nothing worth remembering.
 func contentFree(s string) bool {
 	var words []string
+	capitalised := 0
 	hanRunes, hanFiller, other := 0, 0, 0
 	for i := 0; i < len(s); {
 		r, sz := utf8.DecodeRuneInString(s[i:])
@@ -161,6 +162,9 @@ func contentFree(s string) bool {
 			j := i
 			for j < len(s) && isASCIILetter(s[j]) {
 				j++
+			}
+			if s[i] >= 'A' && s[i] <= 'Z' {
+				capitalised++
 			}
 			words = append(words, strings.ToLower(s[i:j]))
 			i = j
@@ -188,8 +192,18 @@ func contentFree(s string) bool {
 		return true
 	}
 	// "Hi Alice!", "Thanks Bob" : a greeting and a name.
-	return greetings[words[0]] && len(words) <= 2
+	if greetings[words[0]] && len(words) <= 2 {
+		return true
+	}
+	// Letter sign-offs: "Thanks,\nAlice Chen", "Best regards, Bob".
+	if signOffs[words[0]] && len(words) <= 4 && capitalised >= len(words)-1 {
+		return true
+	}
+	// A bare name on its own line ("Alice", "Alice Chen") is a signature.
+	return len(words) <= 2 && capitalised == len(words)
 }
+
+var signOffs = map[string]bool{"thanks": true, "best": true, "regards": true, "cheers": true, "sincerely": true, "love": true, "yours": true, "warmly": true}
 
 func allFiller(words []string) bool {
 	for _, w := range words {
