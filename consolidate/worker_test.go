@@ -1,0 +1,187 @@
+package consolidate_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memstream/memstream/consolidate"
+	"github.com/memstream/memstream/store"
+)
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestRunHonoursPauseAndReportsBacklog(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	e.persist("p", fact{text: "Pat collects stamps", at: now}, fact{text: "Pat likes hiking", at: now},
+		fact{text: "Pat speaks Italian", at: now})
+	e.persist("q", fact{text: "Quinn plays the cello", at: now})
+	if err := e.st.SetConsolidationState(ctx, "p", store.ConsolidationPaused); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	w := e.worker(consolidate.Deps{Registerer: reg}, consolidate.Config{PollInterval: 20 * time.Millisecond,
+		HousekeepingInterval: 20 * time.Millisecond, RatePerSecond: 1000})
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+
+	backlog := func(bank string) int64 {
+		n, err := e.st.BankBacklog(ctx, bank)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	eventually(t, "bank q to drain", func() bool { return backlog("q") == 0 })
+	// p is paused: its facts wait, and the metric shows them.
+	eventually(t, "backlog metric = 3", func() bool {
+		return gauge(t, reg, "memstream_consolidation_backlog_facts") == 3
+	})
+	if backlog("p") != 3 {
+		t.Fatalf("paused bank was consolidated")
+	}
+	if age := gauge(t, reg, "memstream_consolidation_oldest_unconsolidated_seconds"); age < 0 || age > 600 {
+		t.Errorf("oldest age = %v", age)
+	}
+	if err := e.st.SetConsolidationState(ctx, "p", store.ConsolidationRunning); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "bank p to drain after resume", func() bool { return backlog("p") == 0 })
+	eventually(t, "backlog metric = 0", func() bool {
+		return gauge(t, reg, "memstream_consolidation_backlog_facts") == 0
+	})
+	if got := len(valid(e.observations("p"))); got != 3 {
+		t.Errorf("observations of p = %d", got)
+	}
+	eventually(t, "jobs to finish", func() bool {
+		return e.count(`SELECT count(*) FROM jobs WHERE state <> 'done'`) == 0
+	})
+}
+
+// gauge reads a registered gauge through the registry, as a scrape of
+// /metrics would.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.Metric) == 1 {
+			return mf.Metric[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("metric %s not registered", name)
+	return 0
+}
+
+func TestDrainStopsWhenPaused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.persist("p", fact{text: "Pat collects stamps", at: now})
+	if err := e.st.SetConsolidationState(context.Background(), "p", store.ConsolidationPaused); err != nil {
+		t.Fatal(err)
+	}
+	w := e.worker(consolidate.Deps{}, consolidate.Config{})
+	if res := e.drain(w, "p"); !res.Paused || res.Facts != 0 {
+		t.Fatalf("drain of a paused bank = %+v", res)
+	}
+}
+
+func TestMentalModelRefreshAndPages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	var facts []fact
+	for i, p := range paraphrases(5) {
+		facts = append(facts, fact{text: p, at: now.AddDate(0, 0, -i)})
+	}
+	facts = append(facts, fact{text: "Alice lives in Beijing", at: now.AddDate(0, -1, 0)})
+	e.persist("alice", facts...)
+	mmID := uuid.New()
+	if _, err := e.st.Pool().Exec(ctx, `INSERT INTO mental_models (id, bank_id, name, source_query) VALUES ($1, 'alice', 'Preferences', $2)`,
+		mmID, "Which sentences does Alice prefer: active or passive voice?"); err != nil {
+		t.Fatal(err)
+	}
+	w := e.worker(consolidate.Deps{}, consolidate.Config{})
+	res := e.drain(w, "alice")
+	if res.MentalModels != 1 {
+		t.Fatalf("drain = %+v", res)
+	}
+	obs := e.observations("alice")
+	var content string
+	var basedOn []byte
+	if err := e.st.Pool().QueryRow(ctx, `SELECT content, based_on::text FROM mental_models WHERE id = $1 AND last_refreshed_at = $2`, mmID, now).Scan(&content, &basedOn); err != nil {
+		t.Fatal(err)
+	}
+	pref := obs[0]
+	if !strings.Contains(content, "[obs:"+pref.ID.String()+"]") || !strings.Contains(content, pref.Text) ||
+		!strings.HasPrefix(content, "Which sentences does Alice prefer") || !strings.Contains(content, "5 pieces of evidence") {
+		t.Fatalf("content = %q", content)
+	}
+	if !strings.Contains(string(basedOn), pref.ID.String()) {
+		t.Errorf("based_on = %s", basedOn)
+	}
+	if n := e.count(`SELECT count(*) FROM mental_model_history WHERE mental_model_id = $1 AND content = $2`, mmID, content); n != 1 {
+		t.Errorf("history rows = %d", n)
+	}
+	// New facts within the minimum interval do not refresh again…
+	e.persist("alice", fact{text: "Alice prefers active sentences over passive voice, always", at: now})
+	if res := e.drain(w, "alice"); res.Facts != 1 || res.MentalModels != 0 {
+		t.Fatalf("second drain = %+v", res)
+	}
+	// …but an explicit refresh does.
+	if err := w.Refresh(ctx, "alice", mmID.String()); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count(`SELECT count(*) FROM mental_model_history WHERE mental_model_id = $1`, mmID); n != 2 {
+		t.Errorf("history rows after refresh = %d", n)
+	}
+	if err := w.Refresh(ctx, "alice", uuid.NewString()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("refresh of a missing model: %v", err)
+	}
+	if err := w.Refresh(ctx, "other-bank", mmID.String()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("refresh across banks: %v", err)
+	}
+
+	dir := t.TempDir()
+	paths, err := consolidate.WritePages(ctx, e.st, "alice", dir)
+	if err != nil || len(paths) != 1 {
+		t.Fatalf("pages %v %v", paths, err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "alice", "preferences.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"---\ntitle: \"Preferences\"\n", "question: \"Which sentences does Alice prefer: active or passive voice?\"\n",
+		"refreshed_at: 2026-11-30T12:00:00Z\n", "sources:\n  - obs:" + pref.ID.String() + "\n", "---\n\nWhich sentences", "[obs:" + pref.ID.String() + "]"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("page lacks %q:\n%s", want, page)
+		}
+	}
+}
