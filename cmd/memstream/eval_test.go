@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memstream/memstream/config"
+	"github.com/memstream/memstream/eval"
+	"github.com/memstream/memstream/internal/pgtest"
+)
+
+// TestEvalGenIsDeterministic checks the command, not only the generator:
+// the flags must reach GenConfig, and --size must pick the preset.
+func TestEvalGenIsDeterministic(t *testing.T) {
+	dir := t.TempDir()
+	gen := func(name string, args ...string) string {
+		t.Helper()
+		out := filepath.Join(dir, name)
+		var stdout, stderr bytes.Buffer
+		if err := cmdEval(context.Background(), append([]string{"gen", "--out", out}, args...), &stdout, &stderr); err != nil {
+			t.Fatalf("eval gen %v: %v\n%s", args, err, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), "questions") {
+			t.Errorf("eval gen printed no summary: %q", stdout.String())
+		}
+		return out
+	}
+	read := func(d string) []byte {
+		t.Helper()
+		var all []byte
+		for _, f := range []string{eval.EventsFile, eval.QuestionsFile, eval.ManifestFile} {
+			b, err := os.ReadFile(filepath.Join(d, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, b...)
+		}
+		return all
+	}
+	a, b, c := read(gen("a", "--seed", "7")), read(gen("b", "--seed", "7")), read(gen("c", "--seed", "8"))
+	if !bytes.Equal(a, b) {
+		t.Error("the same seed produced different files")
+	}
+	if bytes.Equal(a, c) {
+		t.Error("different seeds produced identical files")
+	}
+	d, err := eval.Load(filepath.Join(dir, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := eval.Small(); d.Manifest.Banks != want.Banks+want.CrossLingualBanks || d.Manifest.Seed != 7 {
+		t.Errorf("manifest %+v does not match the small preset with seed 7", d.Manifest)
+	}
+	var stderr bytes.Buffer
+	if err := cmdEval(context.Background(), []string{"gen", "--out", filepath.Join(dir, "x"), "--size", "huge"}, &bytes.Buffer{}, &stderr); err == nil {
+		t.Error("--size huge was accepted")
+	}
+	if err := cmdEval(context.Background(), []string{"gen"}, &bytes.Buffer{}, &stderr); err == nil {
+		t.Error("gen without --out was accepted")
+	}
+}
+
+// TestEvalRegressionGate is the quality gate of `make test`: a small
+// fixed-seed benchmark through the real path (embedded Kafka, the ingest
+// pipeline, PostgreSQL, the HTTP recall API) must keep turn-level
+// recall_any@10 at or above eval.GateTurnRecallAny10. A change that makes
+// recall worse fails here; one that makes it better should raise the
+// threshold (see eval/gate.go).
+func TestEvalRegressionGate(t *testing.T) {
+	dbURL, _ := pgtest.Schema(t)
+	gc := eval.Small()
+	gc.Seed = eval.GateSeed
+	d, err := eval.Generate(gc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := d.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Database.URL = dbURL
+	cfg.Log.Level = "warn"
+	cfg, err = inProcessConfig(cfg, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	out, err := runEval(ctx, evalRunOptions{
+		Dir: dir, Config: cfg, MaxTokens: 2048, Concurrency: 1,
+		IngestTimeout: 2 * time.Minute,
+		// Long enough to see a consolidation worker make progress, short
+		// enough not to stall the suite when none is running.
+		ConsolidationStall: 5 * time.Second, ConsolidationTimeout: time.Minute,
+	}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("eval run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), tail(stderr.String(), 4000))
+	}
+	if out.DeadLetters != 0 {
+		t.Errorf("%d events were dead-lettered; their questions cannot be answered", out.DeadLetters)
+	}
+	if out.Main.Overall.Questions != len(d.Questions) {
+		t.Fatalf("scored %d questions, the dataset has %d", out.Main.Overall.Questions, len(d.Questions))
+	}
+	got := out.Main.Overall.Turn.RecallAny10
+	t.Logf("turn recall_any@10 = %.3f (gate %.3f); session %.3f", got, eval.GateTurnRecallAny10, out.Main.Overall.Session.RecallAny10)
+	if got < eval.GateTurnRecallAny10 {
+		t.Errorf("turn-level recall_any@10 fell to %.3f, below the gate %.3f; per type:\n%s",
+			got, eval.GateTurnRecallAny10, out.Main.Markdown())
+	}
+	// The reports are the command's product; check they are written and
+	// say the same as the returned numbers.
+	var fromFile evalOutcome
+	b, err := os.ReadFile(filepath.Join(dir, evalReportJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &fromFile); err != nil {
+		t.Fatal(err)
+	}
+	if fromFile.Main.Overall.Turn.RecallAny10 != got {
+		t.Errorf("report.json says %.3f, the run measured %.3f", fromFile.Main.Overall.Turn.RecallAny10, got)
+	}
+	for _, f := range []string{evalReportMD, evalChartPNG} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}

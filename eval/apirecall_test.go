@@ -1,0 +1,159 @@
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAPIRecallerRequestAndMapping(t *testing.T) {
+	var got apiRecallRequest
+	var path, auth string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path, auth = r.URL.EscapedPath(), r.Header.Get("Authorization")
+		if err := json.NewDecoder(r.Body).Decode(&got); err != nil {
+			t.Errorf("decode request: %v", err)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"results":[
+			{"id":"a","text":"Alice moved to Lisbon","document_id":"s-3","metadata":{"message_index":"4","role":"user"},"tokens":7,"scores":{"final":0.91}},
+			{"id":"b","text":"Alice likes tea","document_id":"s-1","metadata":{},"tokens":0,"scores":{"final":0.5}},
+			{"id":"c","text":"observation","document_id":"","metadata":{"message_index":"x"},"scores":{"final":0.2}}
+		]}`))
+	}))
+	defer srv.Close()
+	r, err := NewAPIRecaller(APIRecallerConfig{BaseURL: srv.URL + "/", Token: "k1", MaxTokens: 900,
+		Arms: []string{"keyword"}, Fusion: "interleave", Types: []string{"world"}}, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	qt := time.Date(2026, 3, 14, 9, 30, 0, 0, time.FixedZone("CET", 3600))
+	res, took, err := r.Recall(context.Background(), "bank one", "Where does Alice live?", qt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path != "/v1/default/banks/bank%20one/memories/recall" {
+		t.Errorf("path = %q", path)
+	}
+	if auth != "Bearer k1" {
+		t.Errorf("Authorization = %q", auth)
+	}
+	if got.Query != "Where does Alice live?" || got.MaxTokens != 900 || got.Fusion != "interleave" ||
+		!slices.Equal(got.Arms, []string{"keyword"}) || !slices.Equal(got.Types, []string{"world"}) {
+		t.Errorf("request = %+v", got)
+	}
+	if got.QueryTimestamp != "2026-03-14T08:30:00Z" {
+		t.Errorf("query_timestamp = %q, want the UTC instant", got.QueryTimestamp)
+	}
+	if took <= 0 {
+		t.Errorf("latency %v, want > 0", took)
+	}
+	want := []Retrieved{
+		{ID: "a", Text: "Alice moved to Lisbon", SessionID: "s-3", TurnIndex: 4, Score: 0.91, Tokens: 7},
+		{ID: "b", Text: "Alice likes tea", SessionID: "s-1", TurnIndex: UnknownTurn, Score: 0.5},
+		{ID: "c", Text: "observation", TurnIndex: UnknownTurn, Score: 0.2},
+	}
+	if !slices.Equal(res, want) {
+		t.Errorf("results\n got %+v\nwant %+v", res, want)
+	}
+}
+
+func TestAPIRecallerOmitsUnsetFields(t *testing.T) {
+	var raw map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewDecoder(r.Body).Decode(&raw)
+		_, _ = w.Write([]byte(`{"results":[]}`))
+	}))
+	defer srv.Close()
+	r, err := NewAPIRecaller(APIRecallerConfig{BaseURL: srv.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := r.Recall(context.Background(), "b", "q", time.Time{})
+	if err != nil || len(res) != 0 {
+		t.Fatalf("Recall = %v, %v", res, err)
+	}
+	// Empty arms would be a request for no arm at all on some servers;
+	// the default budget must be sent so answer-in-context is comparable.
+	for _, k := range []string{"arms", "fusion", "types", "query_timestamp"} {
+		if _, ok := raw[k]; ok {
+			t.Errorf("request has %q although it was not set: %v", k, raw)
+		}
+	}
+	if raw["max_tokens"] != float64(2048) {
+		t.Errorf("max_tokens = %v, want the default 2048", raw["max_tokens"])
+	}
+}
+
+func TestAPIRecallerErrors(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/banks/plain/") {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":{"code":"invalid_request","message":"arms: unknown arm \"x\""}}`))
+	}))
+	defer srv.Close()
+	r, err := NewAPIRecaller(APIRecallerConfig{BaseURL: srv.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = r.Recall(context.Background(), "b", "q", time.Time{})
+	if err == nil || !strings.Contains(err.Error(), `unknown arm "x"`) || !strings.Contains(err.Error(), "400") {
+		t.Errorf("error = %v, want the API's message and status", err)
+	}
+	_, _, err = r.Recall(context.Background(), "plain", "q", time.Time{})
+	if err == nil || !strings.Contains(err.Error(), "502") {
+		t.Errorf("error = %v, want HTTP 502", err)
+	}
+}
+
+func TestAPIRecallerConfigValidate(t *testing.T) {
+	for _, c := range []APIRecallerConfig{
+		{},
+		{BaseURL: "localhost:8888"},
+		{BaseURL: "http://x", Fusion: "sum"},
+		{BaseURL: "http://x", MaxTokens: -1},
+	} {
+		if _, err := NewAPIRecaller(c, nil); err == nil {
+			t.Errorf("NewAPIRecaller(%+v) accepted a bad config", c)
+		}
+	}
+}
+
+func TestAblationVariantsCoverEveryArm(t *testing.T) {
+	vs := AblationVariants()
+	names := map[string]bool{}
+	alone := map[string]bool{}
+	for _, v := range vs {
+		if names[v.Name] {
+			t.Errorf("duplicate variant name %q", v.Name)
+		}
+		names[v.Name] = true
+		if len(v.Arms) == 1 {
+			alone[v.Arms[0]] = true
+		}
+		if v.Fusion != "" && v.Fusion != "rrf" && v.Fusion != "interleave" {
+			t.Errorf("variant %q has fusion %q", v.Name, v.Fusion)
+		}
+	}
+	for _, a := range RecallArms {
+		if !alone[a] {
+			t.Errorf("no variant runs arm %s alone", a)
+		}
+	}
+	if !slices.ContainsFunc(vs, func(v Variant) bool { return v.Fusion == "interleave" }) {
+		t.Error("no interleave variant")
+	}
+	if !slices.ContainsFunc(vs, func(v Variant) bool {
+		return len(v.Types) > 0 && !slices.Contains(v.Types, "observation")
+	}) {
+		t.Error("no variant without observations")
+	}
+}
