@@ -1,0 +1,151 @@
+package recallapi
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+func (e *env) cacheCount(result string) float64 {
+	return counterValue(e.srv.models.lookups.WithLabelValues(result))
+}
+
+func TestMentalModelRoutesAndCache(t *testing.T) {
+	t.Parallel()
+	ref := &fakeRefresher{}
+	e := newEnv(t, envOpts{refresher: ref})
+	ref.st = e.st
+	const b = "/v1/default/banks/b1/mental-models"
+	c := e.call("POST", b, `{"name":"Alice's tastes","source_query":"What does Alice like?","tags":["food"],"max_tokens":300,"content":"tea"}`, "")
+	if c.status != 201 || c.body["name"] != "Alice's tastes" || c.body["max_tokens"].(float64) != 300 || c.body["content"] != "tea" {
+		t.Fatalf("create: %d %s", c.status, c.raw)
+	}
+	id := c.body["id"].(string)
+	if r := e.call("POST", b, `{"name":"Alice's tastes","source_query":"again"}`, ""); r.status != 409 || strings.Contains(r.errMessage(), "_key") {
+		t.Fatalf("duplicate name: %d %s", r.status, r.raw)
+	}
+	if r := e.call("GET", b, "", ""); r.status != 200 || len(items(t, r)) != 1 {
+		t.Fatalf("list: %d %s", r.status, r.raw)
+	}
+
+	get := func() resp {
+		t.Helper()
+		return e.call("GET", b+"/"+id, "", "")
+	}
+	if r := get(); r.status != 200 || r.body["content"] != "tea" {
+		t.Fatalf("get: %s", r.raw)
+	}
+	if e.cacheCount("miss") != 1 || e.cacheCount("hit") != 0 {
+		t.Fatalf("first get: hits %v misses %v", e.cacheCount("hit"), e.cacheCount("miss"))
+	}
+	// A change that bypasses the API and announces nothing is not seen:
+	// the second GET is answered from the cache.
+	if _, err := e.st.Pool().Exec(context.Background(), `UPDATE mental_models SET content = 'coffee (unannounced)' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	if r := get(); r.body["content"] != "tea" || e.cacheCount("hit") != 1 {
+		t.Fatalf("second get should be a cache hit: %s (hits %v)", r.raw, e.cacheCount("hit"))
+	}
+	// PATCH evicts.
+	p := e.call("PATCH", b+"/"+id, `{"content":"green tea","tags":["food","drink"]}`, "")
+	if p.status != 200 || p.body["content"] != "green tea" || len(p.body["tags"].([]any)) != 2 {
+		t.Fatalf("patch: %d %s", p.status, p.raw)
+	}
+	if r := get(); r.body["content"] != "green tea" {
+		t.Fatalf("get after patch: %s", r.raw)
+	}
+	if r := get(); r.body["content"] != "green tea" || e.cacheCount("hit") != 2 {
+		t.Fatalf("hits after patch: %v", e.cacheCount("hit"))
+	}
+	// Refresh evicts and shows what the refresher wrote.
+	rf := e.call("POST", b+"/"+id+"/refresh", "", "")
+	if rf.status != 200 || rf.body["content"] != "refreshed What does Alice like?" || rf.body["last_refreshed_at"] == nil || ref.calls != 1 {
+		t.Fatalf("refresh: %d %s", rf.status, rf.raw)
+	}
+	if r := get(); r.body["content"] != "refreshed What does Alice like?" {
+		t.Fatalf("get after refresh: %s", r.raw)
+	}
+	// DELETE evicts.
+	if r := e.call("DELETE", b+"/"+id, "", ""); r.status != 200 {
+		t.Fatalf("delete: %d %s", r.status, r.raw)
+	}
+	if r := get(); r.status != 404 {
+		t.Fatalf("get after delete: %d %s", r.status, r.raw)
+	}
+	// Without a refresher, refresh is unavailable and says why.
+	none := newEnv(t, envOpts{st: e.st})
+	m := none.call("POST", "/v1/default/banks/b2/mental-models", `{"name":"n","source_query":"q"}`, "")
+	if r := none.call("POST", "/v1/default/banks/b2/mental-models/"+m.body["id"].(string)+"/refresh", "", ""); r.status != 503 || !strings.Contains(r.errMessage(), "refresh") {
+		t.Fatalf("refresh without a refresher: %d %s", r.status, r.raw)
+	}
+}
+
+// Two replicas over one database: a write through one evicts the other's
+// cached copy through LISTEN/NOTIFY.
+func TestMentalModelCacheAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	a := newEnv(t, envOpts{listener: true})
+	b := newEnv(t, envOpts{listener: true, st: a.st})
+	ctx, cancel := context.WithCancel(context.Background())
+	a.srv.Start(ctx)
+	b.srv.Start(ctx)
+	defer func() {
+		cancel()
+		a.srv.Close()
+		b.srv.Close()
+	}()
+	listening := func(e *env) bool {
+		return counterValue(e.srv.models.invalidations.WithLabelValues("purge")) >= 1
+	}
+	waitUntil(t, "both listeners up", func() bool { return listening(a) && listening(b) })
+
+	const base = "/v1/default/banks/b1/mental-models"
+	c := a.call("POST", base, `{"name":"m","source_query":"q","content":"v1"}`, "")
+	id := c.body["id"].(string)
+	for range 2 {
+		if r := a.call("GET", base+"/"+id, "", ""); r.body["content"] != "v1" {
+			t.Fatalf("replica a: %s", r.raw)
+		}
+	}
+	if a.cacheCount("hit") != 1 {
+		t.Fatalf("replica a hits = %v", a.cacheCount("hit"))
+	}
+	if r := b.call("PATCH", base+"/"+id, `{"content":"v2"}`, ""); r.status != 200 {
+		t.Fatalf("patch on b: %d %s", r.status, r.raw)
+	}
+	waitUntil(t, "replica a sees v2", func() bool {
+		return a.call("GET", base+"/"+id, "", "").body["content"] == "v2"
+	})
+	if counterValue(a.srv.models.invalidations.WithLabelValues("notify")) < 1 {
+		t.Fatal("replica a was not told by NOTIFY")
+	}
+	if r := b.call("DELETE", base+"/"+id, "", ""); r.status != 200 {
+		t.Fatalf("delete on b: %d", r.status)
+	}
+	waitUntil(t, "replica a sees the delete", func() bool {
+		return a.call("GET", base+"/"+id, "", "").status == 404
+	})
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
