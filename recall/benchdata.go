@@ -206,7 +206,6 @@ func benchPeople(bank string, facts int, rng *rand.Rand) []benchPerson {
 	return out
 }
 
-
 func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
 
 // benchFacts writes the facts in mention order. People are drawn with a

@@ -45,6 +45,13 @@ type Config struct {
 	// models, embedded in the binary) or "estimate" (a conservative
 	// byte-based count that never under-counts).
 	Tokenizer string
+	// KeywordRowBudget bounds the rows the keyword arm ranks, and caps its
+	// document-frequency counts: terms are matched rarest first while
+	// their summed frequencies fit. Default 2000.
+	KeywordRowBudget int
+	// StatsTTL is how long the keyword arm trusts a cached bank size or
+	// document frequency. Default 2m; negative disables the cache.
+	StatsTTL time.Duration
 	// Registerer receives the recall metrics (memstream_recall_*). Nil
 	// keeps them in a private registry: never the global default one.
 	Registerer prometheus.Registerer
@@ -80,6 +87,12 @@ func (c Config) WithDefaults() Config {
 	if c.Tokenizer == "" {
 		c.Tokenizer = TokenizerCL100K
 	}
+	if c.KeywordRowBudget == 0 {
+		c.KeywordRowBudget = 2000
+	}
+	if c.StatsTTL == 0 {
+		c.StatsTTL = 2 * time.Minute
+	}
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
 	}
@@ -111,6 +124,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxDocFreq <= 0 || c.MaxDocFreq > 1 {
 		return fmt.Errorf("recall config max_doc_freq: %g not in (0, 1]", c.MaxDocFreq)
+	}
+	if c.KeywordRowBudget < 1 {
+		return fmt.Errorf("recall config keyword_row_budget: must be positive, got %d", c.KeywordRowBudget)
 	}
 	if c.Tokenizer != TokenizerCL100K && c.Tokenizer != TokenizerEstimate {
 		return fmt.Errorf("recall config tokenizer: %q is not %s or %s", c.Tokenizer, TokenizerCL100K, TokenizerEstimate)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/pgvector/pgvector-go"
 
 	"github.com/memstream/memstream/lexical"
 	"github.com/memstream/memstream/resolve"
@@ -41,37 +40,41 @@ const (
 	WHERE e.bank_id = $1
 	GROUP BY 1`
 
-	qGraphSemanticSeeds = `WITH t AS (
-		SELECT m.id, 1 - (m.embedding <=> $5::halfvec) AS sim
-		FROM memory_units m
-		WHERE ` + unitFilter + ` AND m.embedding IS NOT NULL
-		ORDER BY m.embedding <=> $5::halfvec
-		LIMIT $6)
-	SELECT t.id, t.sim, coalesce(array_agg(ue.entity_id) FILTER (WHERE ue.entity_id IS NOT NULL), '{}')
-	FROM t LEFT JOIN unit_entities ue ON ue.unit_id = t.id
-	GROUP BY t.id, t.sim`
-
-	// qGraphExpand walks two hops. Hop 1: facts that mention a seed
-	// entity, scored by the summed weights of the seeds they mention (a
-	// fact naming both people asked about beats one naming either). Hop 2:
-	// facts linked to the best hop-1 facts or to the semantic seed facts,
-	// scored by the parent's score times the link weight, damped by link
-	// type: causal links carry the most meaning, entity and temporal links
-	// the least (entity links repeat hop 1, temporal ones are only
-	// nearness). Only the best $9 hop-1 facts are expanded, so a very
-	// common entity cannot make the walk explode.
-	qGraphExpand = `WITH seeds AS (
-		SELECT * FROM unnest($5::uuid[], $6::float8[]) AS s(entity_id, w)),
+	// qGraphExpand walks two hops. Seed entities are the named ones
+	// ($5/$6) and those of the top semantic facts ($7/$8, weighted by
+	// $10 times their similarity); an entity seeded both ways keeps its
+	// best weight. Hop 1: facts that mention a seed entity, scored by the
+	// summed weights of the seeds they mention (a fact naming both people
+	// asked about beats one naming either). Each entity lends at most $11
+	// facts, the most recently stored first (within one entity the btree
+	// keeps entries in heap order, which is ingest order, so ctid needs no
+	// join to memory_units): a city or a spouse mentioned by thousands of
+	// facts would otherwise make every recall aggregate all of them. Hop
+	// 2: facts linked to the best hop-1 facts or to the semantic seed
+	// facts, scored by the parent's score times the link weight, damped by
+	// link type: causal links carry the most meaning, entity and temporal
+	// links the least (entity links repeat hop 1, temporal ones are only
+	// nearness). Only the best $9 hop-1 facts are expanded.
+	qGraphExpand = `WITH useeds AS (
+		SELECT * FROM unnest($7::uuid[], $8::float8[]) AS u(id, score)),
+	seeds AS (
+		SELECT x.entity_id, max(x.w) AS w FROM (
+			SELECT * FROM unnest($5::uuid[], $6::float8[]) AS s(entity_id, w)
+			UNION ALL
+			SELECT ue.entity_id, $10 * u.score FROM useeds u JOIN unit_entities ue ON ue.unit_id = u.id) x
+		GROUP BY x.entity_id),
 	hop1 AS (
-		SELECT ue.unit_id AS id, sum(s.w) AS score
-		FROM seeds s JOIN unit_entities ue ON ue.entity_id = s.entity_id
-		GROUP BY ue.unit_id),
+		SELECT f.unit_id AS id, sum(s.w) AS score
+		FROM seeds s CROSS JOIN LATERAL (
+			SELECT ue.unit_id FROM unit_entities ue WHERE ue.entity_id = s.entity_id
+			ORDER BY ue.ctid DESC LIMIT $11) f
+		GROUP BY f.unit_id),
 	starts AS (
 		(SELECT h.id, h.score FROM hop1 h JOIN memory_units m ON m.id = h.id
 		 WHERE m.bank_id = $1 AND m.state = 'valid'
 		 ORDER BY h.score DESC LIMIT $9)
 		UNION ALL
-		SELECT * FROM unnest($7::uuid[], $8::float8[])),
+		SELECT * FROM useeds),
 	hop2 AS (
 		SELECT n.id, max(st.score * n.weight * CASE n.link_type
 			WHEN 'entity' THEN 0.3 WHEN 'temporal' THEN 0.3 WHEN 'semantic' THEN 0.5 ELSE 0.7 END) AS score
@@ -89,6 +92,10 @@ const (
 	ORDER BY sc.score DESC, m.mentioned_at DESC
 	LIMIT $9`
 )
+
+// hop1PerEntity is how many facts one seed entity lends to hop 1: twice
+// the arm's pool, so that facts naming two seeds can still meet.
+func hop1PerEntity(pool int) int { return 2 * pool }
 
 // nameCandidate is a span of the query that may name an entity, with its
 // alias-table keys.
@@ -246,33 +253,12 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 		}
 	}
 
-	// Entities of the best semantic facts: the query may describe someone
-	// without naming them. If the embedding failed the graph goes on with
-	// the named entities alone.
-	var unitIDs []uuid.UUID
-	var unitW []float64
-	if vec, ok := q.optionalVector(ctx, r.cfg.ArmTimeout/2); ok {
-		err := r.withHNSW(ctx, q, func(tx pgx.Tx) error {
-			args := append(q.filterArgs(), pgvector.NewHalfVector(vec), semanticSeedFacts)
-			rows, err := tx.Query(ctx, qGraphSemanticSeeds, args...)
-			if err != nil {
-				return err
-			}
-			var id uuid.UUID
-			var sim float64
-			var ents []uuid.UUID
-			_, err = pgx.ForEachRow(rows, []any{&id, &sim, &ents}, func() error {
-				unitIDs, unitW = append(unitIDs, id), append(unitW, sim)
-				for _, e := range ents {
-					bump(e, seedSemantic*sim)
-				}
-				return nil
-			})
-			return err
-		})
-		if err != nil {
-			return nil, "", fmt.Errorf("graph semantic seeds: %w", err)
-		}
+	// The best semantic facts lend their entities and links: the query
+	// may describe someone without naming them. If the embedding failed
+	// the graph goes on with the named entities alone.
+	unitIDs, unitW, err := r.semanticSeeds(ctx, q)
+	if err != nil {
+		return nil, "", fmt.Errorf("graph semantic seeds: %w", err)
 	}
 
 	if len(seeds) == 0 && len(unitIDs) == 0 {
@@ -283,7 +269,7 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 	for id, w := range seeds {
 		entIDs, entW = append(entIDs, id), append(entW, w)
 	}
-	args := append(q.filterArgs(), entIDs, entW, unitIDs, unitW, q.pool)
+	args := append(q.filterArgs(), entIDs, entW, unitIDs, unitW, q.pool, seedSemantic, hop1PerEntity(q.pool))
 	rows, err := r.pool.Query(ctx, qGraphExpand, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("graph expand: %w", err)
@@ -297,6 +283,37 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 		return nil, "", fmt.Errorf("graph expand: %w", err)
 	}
 	return out, "", nil
+}
+
+// semanticSeeds returns the top semantic facts for the graph. When the
+// semantic arm runs, its answer is reused instead of asking the HNSW index
+// twice; the graph waits for it at most half its time. Under ablation
+// (graph without semantic) it runs the same query itself, so the arm's
+// answer does not depend on which other arms were asked for.
+func (r *Recaller) semanticSeeds(ctx context.Context, q *query) ([]uuid.UUID, []float64, error) {
+	var top []Candidate
+	if q.semDone != nil {
+		wctx, cancel := context.WithTimeout(ctx, r.cfg.ArmTimeout/2)
+		defer cancel()
+		select {
+		case <-q.semDone:
+			top = q.semTop
+		case <-wctx.Done():
+		}
+	} else if vec, ok := q.optionalVector(ctx, r.cfg.ArmTimeout/2); ok {
+		var err error
+		top, err = r.semanticSearch(ctx, q, vec, semanticSeedFacts)
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	top = top[:min(len(top), semanticSeedFacts)]
+	ids := make([]uuid.UUID, len(top))
+	ws := make([]float64, len(top))
+	for i, c := range top {
+		ids[i], ws[i] = c.ID, c.Score
+	}
+	return ids, ws, nil
 }
 
 func hasCJKRune(s string) bool {

@@ -200,12 +200,13 @@ var ErrAllArmsFailed = errors.New("recall: every retrieval arm failed")
 
 // Recaller runs recall queries. It is safe for concurrent use.
 type Recaller struct {
-	pool *pgxpool.Pool
-	emb  Embedder
-	cfg  Config
-	log  *slog.Logger
-	tok  tokenCounter
-	met  *metrics
+	pool  *pgxpool.Pool
+	emb   Embedder
+	cfg   Config
+	log   *slog.Logger
+	tok   tokenCounter
+	met   *metrics
+	stats *statCache
 }
 
 // New returns a Recaller over pool (opened by store.Open, which registers
@@ -230,7 +231,11 @@ func New(pool *pgxpool.Pool, emb Embedder, cfg Config, log *slog.Logger) (*Recal
 	if err != nil {
 		return nil, err
 	}
-	return &Recaller{pool: pool, emb: emb, cfg: cfg, log: log, tok: tok, met: met}, nil
+	stats, err := newStatCache(cfg.StatsTTL)
+	if err != nil {
+		return nil, err
+	}
+	return &Recaller{pool: pool, emb: emb, cfg: cfg, log: log, tok: tok, met: met, stats: stats}, nil
 }
 
 // query is a validated request with its derived settings, shared read-only
@@ -242,6 +247,11 @@ type query struct {
 	windows  []timeparse.Span
 	armSet   map[string]bool
 	tagsMode string
+
+	// semDone is closed when the semantic arm is done, semTop then holds
+	// its candidates; nil when the semantic arm is not selected.
+	semDone chan struct{}
+	semTop  []Candidate
 
 	embedDone chan struct{}
 	vec       []float32
@@ -318,6 +328,9 @@ func (r *Recaller) prepare(req Request) (*query, error) {
 			return nil, &RequestError{Field: "arms", Message: fmt.Sprintf("%q is not semantic, keyword, graph or temporal", a)}
 		}
 		q.armSet[a] = true
+	}
+	if q.armSet[ArmSemantic] {
+		q.semDone = make(chan struct{})
 	}
 	if q.Types == nil {
 		q.Types = []string{}

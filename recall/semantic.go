@@ -56,15 +56,32 @@ func (r *Recaller) withHNSW(ctx context.Context, q *query, fn func(pgx.Tx) error
 	})
 }
 
-// semantic returns the nearest facts to the query embedding.
-func (r *Recaller) semantic(ctx context.Context, q *query) ([]Candidate, string, error) {
+// semantic returns the nearest facts to the query embedding, and hands
+// its best ones to the graph arm.
+func (r *Recaller) semantic(ctx context.Context, q *query) (out []Candidate, _ string, err error) {
+	defer func() {
+		if q.semDone != nil {
+			q.semTop = out
+			close(q.semDone)
+		}
+	}()
 	vec, err := q.vector(ctx)
 	if err != nil {
 		return nil, "", err
 	}
+	out, err = r.semanticSearch(ctx, q, vec, q.pool)
+	if err != nil {
+		return nil, "", fmt.Errorf("semantic search: %w", err)
+	}
+	return out, "", nil
+}
+
+// semanticSearch returns the limit nearest facts under the request's
+// filters, best first.
+func (r *Recaller) semanticSearch(ctx context.Context, q *query, vec []float32, limit int) ([]Candidate, error) {
 	var out []Candidate
-	err = r.withHNSW(ctx, q, func(tx pgx.Tx) error {
-		args := append(q.filterArgs(), pgvector.NewHalfVector(vec), q.pool)
+	err := r.withHNSW(ctx, q, func(tx pgx.Tx) error {
+		args := append(q.filterArgs(), pgvector.NewHalfVector(vec), limit)
 		rows, err := tx.Query(ctx, qSemanticArm, args...)
 		if err != nil {
 			return err
@@ -77,10 +94,10 @@ func (r *Recaller) semantic(ctx context.Context, q *query) ([]Candidate, string,
 		return err
 	})
 	if err != nil {
-		return nil, "", fmt.Errorf("semantic search: %w", err)
+		return nil, err
 	}
 	sortCandidates(out)
-	return out, "", nil
+	return out, nil
 }
 
 // sortCandidates orders best first, ties by id so that runs repeat.

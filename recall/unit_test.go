@@ -122,7 +122,7 @@ func TestKeywordTerms(t *testing.T) {
 
 func TestPickTerms(t *testing.T) {
 	stats := []termStat{{"the", 90, 100}, {"qx", 1, 100}, {"nope", 0, 100}, {"order", 30, 100}}
-	terms, idfs := pickTerms(stats, 0.5, 20)
+	terms, idfs, _ := pickTerms(stats, 0.5, 20)
 	if !slices.Equal(terms, []string{"qx", "order"}) {
 		t.Fatalf("terms = %v", terms)
 	}
@@ -130,12 +130,12 @@ func TestPickTerms(t *testing.T) {
 		t.Errorf("rare term should weigh more: %v", idfs)
 	}
 	// All common: keep the rarest rather than nothing.
-	terms, _ = pickTerms([]termStat{{"a", 80, 100}, {"b", 60, 100}}, 0.5, 20)
+	terms, _, _ = pickTerms([]termStat{{"a", 80, 100}, {"b", 60, 100}}, 0.5, 20)
 	if !slices.Equal(terms, []string{"b"}) {
 		t.Errorf("all-common terms = %v, want [b]", terms)
 	}
 	// Tiny bank: nothing is "common".
-	terms, _ = pickTerms([]termStat{{"a", 3, 4}}, 0.5, 20)
+	terms, _, _ = pickTerms([]termStat{{"a", 3, 4}}, 0.5, 20)
 	if !slices.Equal(terms, []string{"a"}) {
 		t.Errorf("tiny bank terms = %v", terms)
 	}
@@ -182,5 +182,56 @@ func TestEstimatorNeverUnderCounts(t *testing.T) {
 	}
 	if got := bpe.count("hello world"); got != 2 {
 		t.Errorf("cl100k(hello world) = %d, want 2", got)
+	}
+}
+
+func TestMatchTerms(t *testing.T) {
+	cases := []struct {
+		name  string
+		terms []string
+		dfs   []int64
+		want  []string
+		mode  string
+	}{
+		{"rare terms ORed, rarest first", []string{"maria", "a-7731-qx", "order"}, []int64{900, 1, 600}, []string{"a-7731-qx", "order"}, matchOr},
+		{"all fit", []string{"chess", "pottery"}, []int64{300, 200}, []string{"pottery", "chess"}, matchOr},
+		{"every term over budget: AND", []string{"maria", "lopez"}, []int64{3000, 2500}, []string{"maria", "lopez"}, matchAnd},
+		{"one common term alone", []string{"user"}, []int64{2000}, []string{"user"}, matchOr},
+	}
+	for _, c := range cases {
+		got, mode := matchTerms(c.terms, c.dfs, 1000)
+		if !slices.Equal(got, c.want) || mode != c.mode {
+			t.Errorf("%s: matchTerms = %v %s, want %v %s", c.name, got, mode, c.want, c.mode)
+		}
+	}
+}
+
+func TestStatCacheExpires(t *testing.T) {
+	c, err := newStatCache(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	c.putDF("b1", "maria", 42, t0)
+	c.putBankSize("b1", 1000, t0)
+	if df, ok := c.df("b1", "maria", t0.Add(30*time.Second)); !ok || df != 42 {
+		t.Errorf("fresh df = %d %v, want 42 true", df, ok)
+	}
+	if _, ok := c.df("b2", "maria", t0); ok {
+		t.Error("df of another bank served from the cache")
+	}
+	if n, ok := c.bankSize("b1", t0); !ok || n != 1000 {
+		t.Errorf("bank size = %d %v", n, ok)
+	}
+	if _, ok := c.df("b1", "maria", t0.Add(2*time.Minute)); ok {
+		t.Error("stale df served")
+	}
+	off, err := newStatCache(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off.putDF("b1", "maria", 42, t0)
+	if _, ok := off.df("b1", "maria", t0); ok {
+		t.Error("disabled cache served a value")
 	}
 }
