@@ -16,6 +16,10 @@ import (
 // summary keeps those that fit the model's token budget.
 const mentalModelPool = 20
 
+// relevantFraction keeps observations whose similarity to the question is
+// at least this fraction of the best one's.
+const relevantFraction = 0.5
+
 // Refresh recomputes one mental model now, regardless of the minimum
 // interval (the API's POST …/mental-models/{id}/refresh). It returns an
 // error wrapping store.ErrNotFound when the bank has no such model.
@@ -96,7 +100,8 @@ func (w *Worker) refreshModel(ctx context.Context, m store.RefreshTarget) error 
 // summary of the observations that answer its question, best first, each
 // with its trend, its amount of evidence and a citation [obs:<id>] that
 // the API and knowledge pages resolve. Observations that do not resemble
-// the question at all (similarity <= 0) are left out; maxTokens (about
+// the question at all (similarity <= 0), or much less than the best match
+// (below half its similarity), are left out; maxTokens (about
 // four characters each) bounds the length. It returns the content and the
 // observations it cites.
 func Summarize(question string, obs []store.RankedObservation, maxTokens int) (string, []store.RankedObservation) {
@@ -109,8 +114,14 @@ func Summarize(question string, obs []store.RankedObservation, maxTokens int) (s
 	b.WriteString("\n\n")
 	var used []store.RankedObservation
 	seen := map[string]bool{}
+	best := 0.0
 	for _, o := range obs {
-		if o.Similarity <= 0 || seen[o.Text] {
+		best = max(best, o.Similarity)
+	}
+	for _, o := range obs {
+		// Far below the best match is another topic: a page about
+		// preferences should not list where someone lives.
+		if o.Similarity <= 0 || o.Similarity < relevantFraction*best || seen[o.Text] {
 			continue
 		}
 		trend := o.Trend

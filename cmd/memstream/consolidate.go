@@ -2,12 +2,119 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memstream/memstream/config"
+	"github.com/memstream/memstream/consolidate"
+	"github.com/memstream/memstream/store"
 )
 
-// cmdConsolidate is being built in this session; this placeholder keeps the build green
-// until its owner replaces the file.
-func cmdConsolidate(_ context.Context, _ []string, _, _ io.Writer) error {
-	return errors.New("not available yet")
+// newAdjudicator picks the consolidation adjudicator for llm.provider.
+func newAdjudicator(cfg config.Config) (consolidate.Adjudicator, error) {
+	if cfg.LLM.Provider == "openai" {
+		a, err := consolidate.NewOpenAI(consolidate.OpenAIConfig{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey,
+			Model: cfg.LLM.Model, Timeout: cfg.LLM.Timeout})
+		if err != nil {
+			return nil, fmt.Errorf("consolidation: %w", err)
+		}
+		return a, nil
+	}
+	return consolidate.NewOffline(consolidate.OfflineConfig{})
+}
+
+// newConsolidationWorker builds the worker role from the configuration:
+// the same constructor serves `serve --roles worker` and the on-demand
+// `consolidate` command.
+func newConsolidationWorker(cfg config.Config, st *store.Store, emb consolidate.Embedder, reg prometheus.Registerer,
+	log *slog.Logger, progress func(string, consolidate.Result)) (*consolidate.Worker, error) {
+	adj, err := newAdjudicator(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := cfg.Consolidation
+	return consolidate.New(consolidate.Deps{Store: st, Embedder: emb, Adjudicator: adj, Log: log.With("component", "consolidate"),
+		Registerer: reg, Progress: progress}, consolidate.Config{Workers: c.Workers, BatchSize: c.BatchSize,
+		PollInterval: c.PollInterval, RatePerSecond: c.RatePerSecond, MentalModelMinInterval: c.MentalModelMinInterval})
+}
+
+// cmdConsolidate drains one bank's consolidation backlog now, with the
+// configured provider and rate limit, printing progress and a summary.
+func cmdConsolidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("consolidate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path, sets := commonFlags(fs)
+	bank := fs.String("bank", "", "bank to consolidate (required)")
+	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: memstream consolidate --bank B [--json] [--config F] [--set key=value]...\n\n"+
+			"Consolidates the bank's pending facts into observations now, then refreshes its trends and mental models. Flags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *bank == "" {
+		fs.Usage()
+		return errors.New("consolidate: --bank is required")
+	}
+	cfg, err := loadConfig(*path, *sets)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	st, pg, err := openStore(ctx, cfg, log)
+	if pg != nil {
+		defer pg.Stop(context.WithoutCancel(ctx))
+	}
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	emb, err := newEmbedder(cfg)
+	if err != nil {
+		return err
+	}
+	pending, err := st.BankBacklog(ctx, *bank)
+	if err != nil {
+		return err
+	}
+	if !*asJSON {
+		fmt.Fprintf(stdout, "bank %s: %d facts pending consolidation\n", *bank, pending)
+	}
+	start := time.Now()
+	progress := func(b string, r consolidate.Result) {
+		if !*asJSON {
+			fmt.Fprintf(stdout, "  %d/%d facts: %d created, %d updated, %d invalidated, %d merged\n",
+				r.Facts, pending, r.Created, r.Updated, r.Invalidated, r.Merged)
+		}
+	}
+	w, err := newConsolidationWorker(cfg, st, emb, nil, log, progress)
+	if err != nil {
+		return err
+	}
+	res, err := w.DrainBank(ctx, *bank)
+	if err != nil {
+		return fmt.Errorf("consolidate bank %s: %w", *bank, err)
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(struct {
+			Bank    string  `json:"bank_id"`
+			Seconds float64 `json:"seconds"`
+			consolidate.Result
+		}{*bank, time.Since(start).Seconds(), res})
+	}
+	if res.Paused {
+		fmt.Fprintf(stdout, "bank %s: consolidation is paused; resume it through the bank API (consolidation_state running)\n", *bank)
+	}
+	fmt.Fprintf(stdout, "done in %s: %d facts consolidated; observations %d created, %d updated, %d invalidated, %d merged; %d evidence added; %d mental models refreshed\n",
+		time.Since(start).Round(time.Millisecond), res.Facts, res.Created, res.Updated, res.Invalidated, res.Merged, res.Evidence, res.MentalModels)
+	return nil
 }

@@ -1,0 +1,135 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/memstream/memstream/store"
+)
+
+// countTrend labels by evidence count, enough to see when stats refresh.
+func countTrend(ev []time.Time) string { return fmt.Sprintf("n=%d", len(ev)) }
+
+func factIDs(t *testing.T, st *store.Store, bank string) []uuid.UUID {
+	t.Helper()
+	facts, err := st.PendingFacts(context.Background(), bank, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]uuid.UUID, len(facts))
+	for i, f := range facts {
+		ids[i] = f.ID
+	}
+	return ids
+}
+
+func TestApplyConsolidationMergesNearDuplicates(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	persistFacts(t, st, "a", 3, at)
+	ids := factIDs(t, st, "a")
+	if len(ids) != 3 {
+		t.Fatalf("pending = %d", len(ids))
+	}
+	ev := func(id uuid.UUID) store.ObsEvidence {
+		return store.ObsEvidence{MemoryID: id, Quote: "q", Relevance: 1, At: at}
+	}
+	older, newer := store.DeriveID("a", "obs", "1"), store.DeriveID("a", "obs", "2")
+	// The first observation rests on two facts.
+	out, err := st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: "a", FactIDs: ids[:2], Now: at, MergeThreshold: 0.97, Trend: countTrend,
+		Edits: []store.ObsEdit{{Kind: store.EditCreate, ObservationID: older, Text: "likes tea", Embedding: []float32{1, 0, 0, 0},
+			Evidence: []store.ObsEvidence{ev(ids[0]), ev(ids[1])}}}})
+	if err != nil || out.Created != 1 || out.Evidence != 2 {
+		t.Fatalf("first: %+v %v", out, err)
+	}
+	// A near-identical observation (cosine 0.995) in another tag scope is
+	// left alone; in the same scope it is merged into the one with more
+	// evidence.
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO memory_units (id, bank_id, fact_type, text, embedding, mentioned_at, tags, idempotency_key)
+		VALUES ($1, 'a', 'observation', 'likes tea (tagged)', '[1,0.1,0,0]', now(), '{x}', 'other-scope')`, uuid.New()); err != nil {
+		t.Fatal(err)
+	}
+	out, err = st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: "a", FactIDs: ids[2:], Now: at.Add(time.Hour), MergeThreshold: 0.97, Trend: countTrend,
+		Edits: []store.ObsEdit{{Kind: store.EditCreate, ObservationID: newer, Text: "enjoys tea", Embedding: []float32{1, 0.1, 0, 0},
+			Reason: "new", Evidence: []store.ObsEvidence{ev(ids[2])}}}})
+	if err != nil || !out.Applied || out.Created != 1 || out.Merged != 1 {
+		t.Fatalf("second: %+v %v", out, err)
+	}
+	var state, reason, trend string
+	var proofs int
+	if err := st.Pool().QueryRow(ctx, `SELECT state, COALESCE(invalid_reason, '') FROM memory_units WHERE id = $1`, newer).Scan(&state, &reason); err != nil {
+		t.Fatal(err)
+	}
+	if state != "invalidated" || reason != "merged into near-duplicate observation "+older.String() {
+		t.Fatalf("merged observation: %s %q", state, reason)
+	}
+	if err := st.Pool().QueryRow(ctx, `SELECT proof_count, trend FROM memory_units WHERE id = $1`, older).Scan(&proofs, &trend); err != nil {
+		t.Fatal(err)
+	}
+	if proofs != 3 || trend != "n=3" {
+		t.Fatalf("survivor proof_count %d trend %q", proofs, trend)
+	}
+	var other int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM memory_units WHERE idempotency_key = 'other-scope' AND state = 'valid'`).Scan(&other); err != nil || other != 1 {
+		t.Fatalf("other-scope observation touched: %d %v", other, err)
+	}
+	var merges int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM observation_history WHERE action = 'merge'`).Scan(&merges); err != nil || merges != 2 {
+		t.Fatalf("merge history rows: %d %v", merges, err)
+	}
+	// Trends age: a refresh rewrites only the labels that changed.
+	// The raw-inserted observation has no label yet; the survivor's is
+	// current.
+	n, err := st.RefreshTrends(ctx, "a", countTrend)
+	if err != nil || n != 1 {
+		t.Fatalf("first refresh: %d %v", n, err)
+	}
+	if n, err = st.RefreshTrends(ctx, "a", countTrend); err != nil || n != 0 {
+		t.Fatalf("refresh with unchanged labels: %d %v", n, err)
+	}
+	n, err = st.RefreshTrends(ctx, "a", func([]time.Time) string { return "STALE" })
+	if err != nil || n != 2 {
+		t.Fatalf("refresh: %d %v", n, err)
+	}
+}
+
+func TestObservationCandidatesStayInScope(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	ins := func(bank, text, key string, tags []string, vec string, slot string) uuid.UUID {
+		id := uuid.New()
+		if _, err := st.Pool().Exec(ctx, `INSERT INTO banks (id) VALUES ($1) ON CONFLICT DO NOTHING`, bank); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Pool().Exec(ctx, `INSERT INTO memory_units (id, bank_id, fact_type, text, embedding, mentioned_at, tags, metadata, idempotency_key)
+			VALUES ($1, $2, 'observation', $3, $4::halfvec, now(), $5, jsonb_build_object('slot', $6::text), $7)`, id, bank, text, vec, tags, slot, key); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	want := ins("a", "Alice lives in Beijing", "k1", []string{"p", "q"}, "[1,0,0,0]", "alice|residence")
+	ins("a", "Alice lives in Beijing", "k2", []string{"p"}, "[1,0,0,0]", "alice|residence")
+	ins("b", "Alice lives in Beijing", "k3", []string{"p", "q"}, "[1,0,0,0]", "alice|residence")
+	kw := ins("a", "Beijing weather is cold", "k4", []string{"q", "p"}, "[0,1,0,0]", "")
+	lists, err := st.ObservationCandidates(ctx, store.CandidateQuery{BankID: "a", Tags: []string{"q", "p"}, Embedding: []float32{1, 0, 0, 0},
+		Terms: []string{"beijing"}, Slot: "alice|residence", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lists.Semantic) != 2 || lists.Semantic[0].ID != want || lists.Semantic[0].Similarity < 0.99 {
+		t.Fatalf("semantic = %+v", lists.Semantic)
+	}
+	if len(lists.Slot) != 1 || lists.Slot[0].ID != want || lists.Slot[0].Metadata["slot"] != "alice|residence" {
+		t.Fatalf("slot = %+v", lists.Slot)
+	}
+	if len(lists.Keyword) != 2 || (lists.Keyword[0].ID != kw && lists.Keyword[1].ID != kw) {
+		t.Fatalf("keyword = %+v", lists.Keyword)
+	}
+}
