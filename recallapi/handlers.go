@@ -196,11 +196,15 @@ func (s *Server) retain(w http.ResponseWriter, r *http.Request) error {
 	if len(body.Items) == 0 {
 		return badRequest("items", "items must contain at least one item")
 	}
-	policy := s.cfg.BasePolicy
-	if raw, err := s.d.Store.BankPolicy(r.Context(), id); err == nil {
-		if p, err := pipeline.MergePolicy(s.cfg.BasePolicy, raw); err == nil {
-			policy = p
-		}
+	// Fail closed: if the bank's policy cannot be read, a block it holds
+	// could not be enforced, so nothing is produced.
+	raw, err := s.d.Store.BankPolicy(r.Context(), id)
+	if err != nil {
+		return fmt.Errorf("retain bank %s: read defense policy: %w", id, err)
+	}
+	policy, err := pipeline.MergePolicy(s.cfg.BasePolicy, raw)
+	if err != nil {
+		return fmt.Errorf("retain bank %s: stored defense policy: %w", id, err)
 	}
 	opID := newID()
 	events := make([]pipeline.Event, len(body.Items))

@@ -127,7 +127,7 @@ type envOpts struct {
 }
 
 type env struct {
-	t   *testing.T
+	t   testing.TB
 	st  *store.Store
 	srv *Server
 	pub *fakePublisher
@@ -135,7 +135,7 @@ type env struct {
 	h   http.Handler
 }
 
-func openStore(t *testing.T) *store.Store {
+func openStore(t testing.TB) *store.Store {
 	t.Helper()
 	url, _ := pgtest.Schema(t)
 	ctx := context.Background()
@@ -155,7 +155,7 @@ func sha(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
-func newEnv(t *testing.T, o envOpts) *env {
+func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
 	st := o.st
 	if st == nil {
@@ -264,7 +264,7 @@ type seeded struct {
 	alice, bob      uuid.UUID
 }
 
-func seed(t *testing.T, st *store.Store, bank string) seeded {
+func seed(t testing.TB, st *store.Store, bank string) seeded {
 	t.Helper()
 	ctx := context.Background()
 	emb, err := embed.NewLocal(testDim)

@@ -96,3 +96,20 @@ func TestRetainBlockedByPolicy(t *testing.T) {
 		t.Fatalf("default-policy bank: %d %s", r.status, r.raw)
 	}
 }
+
+// A stored policy that cannot be applied stops retain rather than letting
+// content through under the base policy.
+func TestRetainFailsClosedOnBadStoredPolicy(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{persist: true})
+	if _, err := e.st.Pool().Exec(context.Background(), `INSERT INTO banks (id, defense_policy) VALUES ('b1', '{"default":"explode"}')`); err != nil {
+		t.Fatal(err)
+	}
+	r := e.call("POST", "/v1/default/banks/b1/memories", `{"items":[{"content":"hello"}]}`, "")
+	if r.status != 500 || r.body["error"] == nil {
+		t.Fatalf("retain under an invalid stored policy: %d %s", r.status, r.raw)
+	}
+	if n := len(e.pub.published()); n != 0 {
+		t.Fatalf("%d events produced", n)
+	}
+}

@@ -3,6 +3,7 @@ package recallapi
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -238,5 +239,15 @@ func TestOpenAPIDocumentsEveryBody(t *testing.T) {
 		if rt.body != "" && doc.Components.Schemas[rt.body] == nil {
 			t.Errorf("route %s names body schema %s, which is not in components", rt.name, rt.body)
 		}
+	}
+}
+
+func TestHandlerPanicAnswersJSON500(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	e.srv.handle("GET /boom", "boom", "", func(http.ResponseWriter, *http.Request) error { panic("bug") })
+	r := e.call("GET", "/boom", "", "-")
+	if r.status != 500 || r.body["error"].(map[string]any)["code"] != "internal" || strings.Contains(string(r.raw), "bug") {
+		t.Fatalf("panic: %d %s", r.status, r.raw)
 	}
 }

@@ -252,6 +252,20 @@ func (s *Server) handle(pattern, route, scope string, h handlerFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: 200}
+		defer func() {
+			// A bug in one handler answers 500 in the API's error shape
+			// instead of dropping the connection.
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.Error("handler panicked", slog.String("route", route), slog.Any("panic", p))
+				if !rec.wrote {
+					s.writeError(rec, r, fmt.Errorf("panic in %s: %v", route, p))
+				}
+				s.reqs.WithLabelValues(route, "5xx").Observe(time.Since(start).Seconds())
+			}
+		}()
 		if key, err := s.authorize(r, scope); err != nil {
 			s.writeError(rec, r, err)
 		} else {
@@ -317,9 +331,18 @@ func (s *Server) authorize(r *http.Request, scope string) (*apiKey, error) {
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	wrote  bool
 }
 
-func (r *statusRecorder) WriteHeader(code int) { r.status = code; r.ResponseWriter.WriteHeader(code) }
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status, r.wrote = code, true
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(b)
+}
 
 // Serve listens on cfg.Addr until ctx ends, then shuts down gracefully:
 // readiness fails first so load balancers stop sending.
