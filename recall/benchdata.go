@@ -30,6 +30,10 @@ type BenchBankConfig struct {
 	// Now is the query timestamp; facts are mentioned over the two years
 	// before it.
 	Now time.Time
+	// Reuse skips the load when the bank already exists (left by an
+	// earlier run with the same seed and size, e.g. with --keep): for
+	// profiling recall without waiting for the load again.
+	Reuse bool
 }
 
 // BenchBank is a loaded synthetic bank and the queries to ask it.
@@ -143,6 +147,21 @@ func LoadBenchBank(ctx context.Context, pool *pgxpool.Pool, emb Embedder, cfg Be
 		return nil, fmt.Errorf("bench bank: %w", err)
 	}
 	defer conn.Release()
+	if cfg.Reuse {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM memory_units WHERE bank_id = $1`, cfg.BankID).Scan(&n); err != nil {
+			return nil, fmt.Errorf("bench bank: %w", err)
+		}
+		if n == len(facts) {
+			progress(fmt.Sprintf("reusing bank %s of %d facts", cfg.BankID, n))
+			links, err := copyBench(ctx, nil, cfg.BankID, people, facts, vecs, rng)
+			if err != nil {
+				return nil, err
+			}
+			return &BenchBank{BankID: cfg.BankID, Facts: len(facts), Entities: len(people), Links: links,
+				Queries: benchQueries(cfg, people, facts, rng)}, nil
+		}
+	}
 	indexDefs, err := dropSecondaryIndexes(ctx, conn.Conn())
 	if err != nil {
 		return nil, err
@@ -292,9 +311,13 @@ func benchFacts(cfg BenchBankConfig, people []benchPerson, rng *rand.Rand) []ben
 // copyBench loads the bank with COPY and returns the number of links. Links
 // chain each entity's facts (entity), consecutive facts (temporal), and a
 // few facts to the previous fact of the same person (causes).
+// With a nil conn it only builds the rows (and advances rng as a load
+// would, so that the queries come out the same).
 func copyBench(ctx context.Context, conn *pgx.Conn, bank string, people []benchPerson, facts []benchFact, vecs [][]float32, rng *rand.Rand) (int, error) {
-	if _, err := conn.Exec(ctx, `INSERT INTO banks (id, name) VALUES ($1, $1)`, bank); err != nil {
-		return 0, fmt.Errorf("bench bank: create bank %s: %w", bank, err)
+	if conn != nil {
+		if _, err := conn.Exec(ctx, `INSERT INTO banks (id, name) VALUES ($1, $1)`, bank); err != nil {
+			return 0, fmt.Errorf("bench bank: create bank %s: %w", bank, err)
+		}
 	}
 	var units, ues, links [][]any
 	type linkKey struct {
@@ -370,6 +393,9 @@ func copyBench(ctx context.Context, conn *pgx.Conn, bank string, people []benchP
 			"occurred_start", "occurred_end", "mentioned_at", "tags", "metadata", "document_id", "source_event_id", "idempotency_key"}, units},
 		{"unit_entities", []string{"unit_id", "entity_id"}, ues},
 		{"memory_links", []string{"bank_id", "from_id", "to_id", "link_type", "weight"}, links},
+	}
+	if conn == nil {
+		return len(links), nil
 	}
 	for _, c := range copies {
 		if _, err := conn.CopyFrom(ctx, pgx.Identifier{c.table}, c.cols, pgx.CopyFromRows(c.rows)); err != nil {

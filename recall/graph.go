@@ -42,7 +42,10 @@ const (
 
 	// qGraphExpand walks two hops. Seed entities are the named ones
 	// ($5/$6) and those of the top semantic facts ($7/$8, weighted by
-	// $10 times their similarity); an entity seeded both ways keeps its
+	// $10 times their similarity) that are mentioned at most $12 times:
+	// that a similar fact mentions Seattle, named in a thousand facts,
+	// says nothing about which of them matter, the way a common word says
+	// nothing in full-text search. An entity seeded both ways keeps its
 	// best weight. Hop 1: facts that mention a seed entity, scored by the
 	// summed weights of the seeds they mention (a fact naming both people
 	// asked about beats one naming either). Each entity lends at most $11
@@ -61,7 +64,8 @@ const (
 		SELECT x.entity_id, max(x.w) AS w FROM (
 			SELECT * FROM unnest($5::uuid[], $6::float8[]) AS s(entity_id, w)
 			UNION ALL
-			SELECT ue.entity_id, $10 * u.score FROM useeds u JOIN unit_entities ue ON ue.unit_id = u.id) x
+			SELECT ue.entity_id, $10 * u.score FROM useeds u JOIN unit_entities ue ON ue.unit_id = u.id
+			JOIN entities e ON e.id = ue.entity_id WHERE e.mention_count <= $12) x
 		GROUP BY x.entity_id),
 	hop1 AS (
 		SELECT f.unit_id AS id, sum(s.w) AS score
@@ -96,6 +100,11 @@ const (
 // hop1PerEntity is how many facts one seed entity lends to hop 1: twice
 // the arm's pool, so that facts naming two seeds can still meet.
 func hop1PerEntity(pool int) int { return 2 * pool }
+
+// maxSeedMentions is the most facts an entity of a semantic seed fact may
+// be mentioned by and still seed the walk: a few times what hop 1 takes
+// from it, so its facts are a meaningful sample and not noise.
+func maxSeedMentions(pool int) int { return 10 * pool }
 
 // nameCandidate is a span of the query that may name an entity, with its
 // alias-table keys.
@@ -269,7 +278,7 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 	for id, w := range seeds {
 		entIDs, entW = append(entIDs, id), append(entW, w)
 	}
-	args := append(q.filterArgs(), entIDs, entW, unitIDs, unitW, q.pool, seedSemantic, hop1PerEntity(q.pool))
+	args := append(q.filterArgs(), entIDs, entW, unitIDs, unitW, q.pool, seedSemantic, hop1PerEntity(q.pool), maxSeedMentions(q.pool))
 	rows, err := r.pool.Query(ctx, qGraphExpand, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("graph expand: %w", err)

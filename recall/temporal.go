@@ -12,24 +12,44 @@ import (
 	"github.com/memstream/memstream/timeparse"
 )
 
-// qTemporalArm finds facts near the query's periods. $5/$6 are the
-// periods widened by half their length on each side, so that a fact just
-// outside "last week" can still rank (below those inside); the exact
-// membership is decided in Go. A fact matches by its occurrence range
-// (half-open, or a point when occurred_end is missing) or, failing that,
-// by when it was mentioned. The prefilter on the widest range lets the
-// planner use the (bank, occurred_start) and (bank, mentioned_at) indexes.
-const qTemporalArm = `SELECT m.id, m.occurred_start, m.occurred_end, m.mentioned_at,
-	CASE WHEN $7::halfvec IS NULL OR m.embedding IS NULL THEN 0 ELSE 1 - (m.embedding <=> $7::halfvec) END AS sim
-FROM memory_units m
-WHERE ` + unitFilter + `
-	AND ((m.occurred_start < $9 AND (coalesce(m.occurred_end, m.occurred_start) > $8 OR m.occurred_start >= $8))
-	     OR (m.mentioned_at >= $8 AND m.mentioned_at < $9))
-	AND EXISTS (SELECT 1 FROM unnest($5::timestamptz[], $6::timestamptz[]) AS w(s, e)
-		WHERE (m.occurred_start < w.e AND (coalesce(m.occurred_end, m.occurred_start) > w.s OR m.occurred_start >= w.s))
-		   OR (m.mentioned_at >= w.s AND m.mentioned_at < w.e))
-ORDER BY sim DESC, m.mentioned_at DESC
-LIMIT $10`
+// qTemporalArm finds facts near the query's periods with index range
+// scans only: for each period w ($5 starts, $6 ends, $8 row limits), the
+// facts whose occurrence starts in it, those whose occurrence began up to
+// $9 seconds earlier and reaches into it (the third column of the
+// (bank, occurred_start, occurred_end) index checks that without the
+// heap), and those mentioned in it. Each scan takes the newest $8 rows, so
+// a period of months costs what a day does. The exact placement is scored
+// in Go (temporalScore). An occurrence that began more than $9 before the
+// period (a fact about "2024" asked about as "last March") is not found
+// here; the other arms still can.
+const qTemporalArm = `WITH w AS (
+	SELECT * FROM unnest($5::timestamptz[], $6::timestamptz[], $8::int[]) AS w(s, e, lim))
+SELECT x.* FROM w CROSS JOIN LATERAL (
+	SELECT m.id, m.occurred_start, m.occurred_end, m.mentioned_at, ` + temporalSimExpr + `
+	FROM memory_units m
+	WHERE ` + unitFilter + ` AND m.occurred_start >= w.s AND m.occurred_start < w.e
+	ORDER BY m.occurred_start DESC LIMIT w.lim) x
+UNION
+SELECT x.* FROM w CROSS JOIN LATERAL (
+	SELECT m.id, m.occurred_start, m.occurred_end, m.mentioned_at, ` + temporalSimExpr + `
+	FROM memory_units m
+	WHERE ` + unitFilter + ` AND m.occurred_start >= w.s - make_interval(secs => $9) AND m.occurred_start < w.s
+		AND m.occurred_end > w.s
+	ORDER BY m.occurred_start DESC LIMIT w.lim) x
+UNION
+SELECT x.* FROM w CROSS JOIN LATERAL (
+	SELECT m.id, m.occurred_start, m.occurred_end, m.mentioned_at, ` + temporalSimExpr + `
+	FROM memory_units m
+	WHERE ` + unitFilter + ` AND m.mentioned_at >= w.s AND m.mentioned_at < w.e
+	ORDER BY m.mentioned_at DESC LIMIT w.lim) x`
+
+// temporalSimExpr is the similarity to the query, 0 without an embedding.
+const temporalSimExpr = `CASE WHEN $7::halfvec IS NULL OR m.embedding IS NULL THEN 0 ELSE 1 - (m.embedding <=> $7::halfvec) END AS sim`
+
+// temporalLookback is how long before a period an occurrence may have
+// begun and still be found overlapping it: long enough for the day, week
+// and month spans the extractor writes.
+const temporalLookback = 31 * 24 * time.Hour
 
 // Temporal score parts: being inside the named period dominates; by
 // occurrence counts more than by mention (a fact mentioned on Saturday may
@@ -46,26 +66,22 @@ func (r *Recaller) temporal(ctx context.Context, q *query) ([]Candidate, string,
 	if len(q.windows) == 0 {
 		return nil, "no time expression in the query", nil
 	}
-	starts := make([]time.Time, len(q.windows))
-	ends := make([]time.Time, len(q.windows))
-	lo, hi := time.Time{}, time.Time{}
-	for i, w := range q.windows {
+	// Each period is scanned itself with the full limit, and its margins
+	// (half its length on each side, where a fact can still rank below
+	// those inside) with a quarter of it.
+	var starts, ends []time.Time
+	var lims []int32
+	for _, w := range q.windows {
 		half := w.End.Sub(w.Start) / 2
-		starts[i], ends[i] = w.Start.Add(-half), w.End.Add(half)
-		if lo.IsZero() || starts[i].Before(lo) {
-			lo = starts[i]
-		}
-		if ends[i].After(hi) {
-			hi = ends[i]
-		}
+		starts = append(starts, w.Start, w.Start.Add(-half), w.End)
+		ends = append(ends, w.End, w.Start, w.End.Add(half))
+		lims = append(lims, int32(2*q.pool), int32(q.pool/2), int32(q.pool/2))
 	}
 	var vec any
 	if v, ok := q.optionalVector(ctx, r.cfg.ArmTimeout/2); ok {
 		vec = pgvector.NewHalfVector(v)
 	}
-	// Fetch generously: the SQL orders by similarity only, the final order
-	// also weighs being inside the period.
-	args := append(q.filterArgs(), starts, ends, vec, lo, hi, 4*q.pool)
+	args := append(q.filterArgs(), starts, ends, vec, lims, temporalLookback.Seconds())
 	rows, err := r.pool.Query(ctx, qTemporalArm, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("temporal search: %w", err)

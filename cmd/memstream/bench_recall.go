@@ -41,6 +41,7 @@ func benchRecall(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	seed := fs.Uint64("seed", 1, "corpus seed (same seed, same bank)")
 	warmup := fs.Int("warmup", 50, "untimed queries before each timed pass")
 	keep := fs.Bool("keep", false, "keep the bench schemas (and the temporary server) for inspection")
+	reuse := fs.Bool("reuse", false, "with --database-url: reuse banks a --keep run left instead of loading again (implies --keep)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: memstream bench recall [--facts 10000,100000] [--queries 1000] [--concurrency 1,8] [--database-url URL]\n\n"+
 			"Loads synthetic banks (offline embedder, entities and links), runs recall with all four\n"+
@@ -60,6 +61,12 @@ func benchRecall(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	concs, err := intList(*concFlag, "--concurrency")
 	if err != nil {
 		return err
+	}
+	if *reuse {
+		if *dbURL == "" {
+			return fmt.Errorf("bench recall: --reuse needs --database-url")
+		}
+		*keep = true
 	}
 	if *queries < 1 {
 		return fmt.Errorf("bench recall: --queries must be positive, got %d", *queries)
@@ -93,17 +100,17 @@ func benchRecall(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		maxConc = max(maxConc, c)
 	}
 	for _, n := range sizes {
-		if err := benchRecallSize(ctx, base, n, *queries, concs, maxConc, *dim, *seed, *warmup, *keep, emb, log, progress, stdout); err != nil {
+		if err := benchRecallSize(ctx, base, n, *queries, concs, maxConc, *dim, *seed, *warmup, *keep, *reuse, emb, log, progress, stdout); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func benchRecallSize(ctx context.Context, base string, facts, queries int, concs []int, maxConc, dim int, seed uint64, warmup int, keep bool,
+func benchRecallSize(ctx context.Context, base string, facts, queries int, concs []int, maxConc, dim int, seed uint64, warmup int, keep, reuse bool,
 	emb *embed.Local, log *slog.Logger, progress func(string), stdout io.Writer) error {
 	schema := fmt.Sprintf("bench_recall_%d", facts)
-	su, err := schemaURL(ctx, base, schema)
+	su, err := openSchemaURL(ctx, base, schema, reuse)
 	if err != nil {
 		return err
 	}
@@ -121,7 +128,7 @@ func benchRecallSize(ctx context.Context, base string, facts, queries int, concs
 	}
 	t0 := time.Now()
 	bank, err := recall.LoadBenchBank(ctx, st.Pool(), emb, recall.BenchBankConfig{
-		BankID: fmt.Sprintf("bench-%d", facts), Facts: facts, Queries: queries, Seed: seed, Now: benchRecallNow}, progress)
+		BankID: fmt.Sprintf("bench-%d", facts), Facts: facts, Queries: queries, Seed: seed, Now: benchRecallNow, Reuse: reuse}, progress)
 	if err != nil {
 		return err
 	}
@@ -175,17 +182,25 @@ func startBenchServer(ctx context.Context, log *slog.Logger) (*pgserver.Server, 
 
 // schemaURL creates a fresh schema and returns base with its search_path
 // set to it (then public, where the vector and pg_trgm extensions live).
+// Other benchmarks use it too.
 func schemaURL(ctx context.Context, base, schema string) (string, error) {
+	return openSchemaURL(ctx, base, schema, false)
+}
+
+// openSchemaURL is schemaURL that, with reuse, keeps an existing schema.
+func openSchemaURL(ctx context.Context, base, schema string, reuse bool) (string, error) {
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {
 		return "", fmt.Errorf("bench recall: connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	ident := pgx.Identifier{schema}.Sanitize()
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+ident+" CASCADE"); err != nil {
-		return "", fmt.Errorf("bench recall: drop schema %s: %w", schema, err)
+	if !reuse {
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+ident+" CASCADE"); err != nil {
+			return "", fmt.Errorf("bench recall: drop schema %s: %w", schema, err)
+		}
 	}
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+ident); err != nil {
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident); err != nil {
 		return "", fmt.Errorf("bench recall: create schema %s: %w", schema, err)
 	}
 	u, err := url.Parse(base)
