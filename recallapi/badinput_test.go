@@ -45,6 +45,8 @@ func TestBadInput(t *testing.T) {
 		{"recall: an array", "POST", b + "/memories/recall", `[1]`, "", 400, ""},
 		{"recall: bad bank id", "POST", "/v1/default/banks/-bad/memories/recall", `{"query":"x"}`, "", 400, "bank_id"},
 		// retain
+		{"retain: empty tag", "POST", b + "/memories", `{"items":[{"content":"x","tags":["ok",""]}]}`, "", 400, "items[0].tags[1]"},
+		{"recall: empty tag", "POST", b + "/memories/recall", `{"query":"x","tags":[""]}`, "", 400, "tags[0]"},
 		{"retain: no items", "POST", b + "/memories", `{"items":[]}`, "", 400, "items"},
 		{"retain: empty content", "POST", b + "/memories", `{"items":[{"content":"ok"},{"content":" "}]}`, "", 400, "items[1].content"},
 		{"retain: bad timestamp", "POST", b + "/memories", `{"items":[{"content":"x","timestamp":"noon"}]}`, "", 400, "items[0].timestamp"},

@@ -163,6 +163,11 @@ func (s *Server) deleteBank(w http.ResponseWriter, r *http.Request) error {
 	if err := s.d.Store.DeleteBank(r.Context(), id); err != nil {
 		return err
 	}
+	// The bank's mental models went with it; no replica may serve them.
+	s.models.invalidateBank(id, "local")
+	if err := s.d.Store.NotifyBankMentalModels(r.Context(), id); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "bank_id": id})
 	return nil
 }
@@ -213,6 +218,12 @@ func (s *Server) retain(w http.ResponseWriter, r *http.Request) error {
 		field := fmt.Sprintf("items[%d]", i)
 		if strings.TrimSpace(it.Content) == "" {
 			return badRequest(field+".content", field+".content must not be empty")
+		}
+		if err := validateTags(field+".tags", it.Tags); err != nil {
+			return err
+		}
+		if len(it.DocumentID) > 512 {
+			return badRequest(field+".document_id", field+".document_id must be at most 512 bytes")
 		}
 		if it.Timestamp != "" {
 			if _, err := time.Parse(time.RFC3339Nano, it.Timestamp); err != nil {
@@ -337,6 +348,9 @@ func recallRequest(bank string, b recallBody) (recall.Request, error) {
 			return req, badRequest("max_tokens", "max_tokens must be between 1 and 1000000")
 		}
 		req.MaxTokens = *b.MaxTokens
+	}
+	if err := validateTags("tags", b.Tags); err != nil {
+		return req, err
 	}
 	if b.TagsMatch == "" {
 		req.TagsMatch = "any"

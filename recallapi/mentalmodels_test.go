@@ -137,6 +137,20 @@ func TestMentalModelCacheAcrossReplicas(t *testing.T) {
 	waitUntil(t, "replica a sees the delete", func() bool {
 		return a.call("GET", base+"/"+id, "", "").status == 404
 	})
+	// Deleting a bank evicts its models everywhere.
+	c = a.call("POST", "/v1/default/banks/b9/mental-models", `{"name":"m","source_query":"q","content":"v1"}`, "")
+	url := "/v1/default/banks/b9/mental-models/" + c.body["id"].(string)
+	a.call("GET", url, "", "")
+	hits := a.cacheCount("hit")
+	if r := a.call("GET", url, "", ""); r.status != 200 || a.cacheCount("hit") != hits+1 {
+		t.Fatalf("b9 model not cached on a: %d", r.status)
+	}
+	if r := b.call("DELETE", "/v1/default/banks/b9", "", ""); r.status != 200 {
+		t.Fatalf("delete bank on b: %d %s", r.status, r.raw)
+	}
+	waitUntil(t, "replica a sees the bank delete", func() bool {
+		return a.call("GET", url, "", "").status == 404
+	})
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {

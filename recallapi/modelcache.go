@@ -94,6 +94,20 @@ func (c *modelCache) invalidate(bankID, id, source string) {
 	c.invalidations.WithLabelValues(source).Inc()
 }
 
+// invalidateBank evicts every model of a bank.
+func (c *modelCache) invalidateBank(bankID, source string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	prefix := bankID + "/"
+	for _, k := range c.lru.Keys() {
+		if len(k) > len(prefix) && k[:len(prefix)] == prefix {
+			c.lru.Remove(k)
+		}
+	}
+	c.invalidations.WithLabelValues(source).Inc()
+}
+
 // purge drops everything and (re)enables the cache: called when the
 // change listener is (again) in effect.
 func (c *modelCache) purge() {

@@ -55,6 +55,7 @@ type Store interface {
 	UpdateMentalModel(ctx context.Context, bankID string, id uuid.UUID, p store.MentalModelPatch) (store.MentalModel, error)
 	DeleteMentalModel(ctx context.Context, bankID string, id uuid.UUID) error
 	NotifyMentalModel(ctx context.Context, bankID string, id uuid.UUID) error
+	NotifyBankMentalModels(ctx context.Context, bankID string) error
 
 	ListDocuments(ctx context.Context, bankID string, limit, offset int) ([]store.Document, int, error)
 	DeleteDocument(ctx context.Context, bankID, docID string) (store.DocumentDeletion, error)
@@ -408,6 +409,10 @@ func (s *Server) listen(ctx context.Context) {
 			s.models.purge()
 			backoff = 100 * time.Millisecond
 		}, func(bankID, id string) {
+			if id == "*" {
+				s.models.invalidateBank(bankID, "notify")
+				return
+			}
 			s.models.invalidate(bankID, id, "notify")
 		})
 		if ctx.Err() != nil {

@@ -14,7 +14,8 @@ import (
 
 // MentalModelChannel is the Postgres NOTIFY channel on which every write to
 // a mental model is announced, so that each API replica can drop its
-// cached copy. The payload is "bank_id/id"; bank ids cannot contain '/'.
+// cached copy. The payload is "bank_id/id" (id "*" for every model of the
+// bank); bank ids cannot contain '/'.
 const MentalModelChannel = "memstream_mental_models"
 
 // MentalModel is a named, refreshable answer to a standing question.
@@ -178,6 +179,15 @@ func (s *Store) DeleteMentalModel(ctx context.Context, bankID string, id uuid.UU
 func (s *Store) NotifyMentalModel(ctx context.Context, bankID string, id uuid.UUID) error {
 	if _, err := s.pool.Exec(ctx, qMentalModelNotify, MentalModelChannel, bankID+"/"+id.String()); err != nil {
 		return fmt.Errorf("notify mental model %s/%s: %w", bankID, id, err)
+	}
+	return nil
+}
+
+// NotifyBankMentalModels announces that every mental model of a bank
+// changed (the bank was deleted); the payload's id is "*".
+func (s *Store) NotifyBankMentalModels(ctx context.Context, bankID string) error {
+	if _, err := s.pool.Exec(ctx, qMentalModelNotify, MentalModelChannel, bankID+"/*"); err != nil {
+		return fmt.Errorf("notify mental models of bank %s: %w", bankID, err)
 	}
 	return nil
 }
