@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,7 @@ const (
 	evalReportJSON = "report.json"
 	evalReportMD   = "report.md"
 	evalChartPNG   = "recall_by_type.png"
+	evalMisses     = "misses.jsonl"
 )
 
 const evalUsage = `Usage:
@@ -339,10 +341,12 @@ func runEval(ctx context.Context, opts evalRunOptions, stdout, stderr io.Writer)
 
 	mainName := describeRun(opts.Arms, opts.Fusion)
 	fmt.Fprintf(stdout, "== asking %d questions (%s) …\n", len(d.Questions), mainName)
-	out.Main, err = evalPass(ctx, d, opts, base, eval.Variant{Name: mainName, Arms: opts.Arms, Fusion: opts.Fusion})
+	var rec *eval.Recorder
+	out.Main, rec, err = evalPass(ctx, d, opts, base, eval.Variant{Name: mainName, Arms: opts.Arms, Fusion: opts.Fusion})
 	if err != nil {
 		return nil, err
 	}
+	misses := eval.Misses(d, out.Main, rec, 5)
 	fmt.Fprintln(stdout)
 	fmt.Fprint(stdout, out.Main.Markdown())
 
@@ -350,7 +354,7 @@ func runEval(ctx context.Context, opts evalRunOptions, stdout, stderr io.Writer)
 		out.Ablation = append(out.Ablation, evalArm{Name: mainName, Report: out.Main})
 		for _, v := range eval.AblationVariants() {
 			fmt.Fprintf(stdout, "== ablation: %s …\n", v.Name)
-			rep, err := evalPass(ctx, d, opts, base, v)
+			rep, _, err := evalPass(ctx, d, opts, base, v)
 			if err != nil {
 				return nil, err
 			}
@@ -369,7 +373,11 @@ func runEval(ctx context.Context, opts evalRunOptions, stdout, stderr io.Writer)
 	if err := writeEvalFiles(opts.Dir, out); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(stdout, "\n== wrote %s, %s and %s in %s\n", evalReportJSON, evalReportMD, evalChartPNG, opts.Dir)
+	if err := writeMisses(filepath.Join(opts.Dir, evalMisses), misses); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stdout, "\n== wrote %s, %s, %s and %s (%d turn-level misses with their top results) in %s\n",
+		evalReportJSON, evalReportMD, evalChartPNG, evalMisses, len(misses), opts.Dir)
 	return out, nil
 }
 
@@ -384,15 +392,35 @@ func describeRun(arms []string, fusion string) string {
 	return a + ", " + fusion
 }
 
-// evalPass asks every question once with one recall configuration.
-func evalPass(ctx context.Context, d *eval.Dataset, opts evalRunOptions, base string, v eval.Variant) (eval.Report, error) {
+// evalPass asks every question once with one recall configuration. The
+// recorder holds the results, for the list of misses.
+func evalPass(ctx context.Context, d *eval.Dataset, opts evalRunOptions, base string, v eval.Variant) (eval.Report, *eval.Recorder, error) {
 	r, err := eval.NewAPIRecaller(eval.APIRecallerConfig{
 		BaseURL: base, Token: opts.Token, MaxTokens: opts.MaxTokens, Arms: v.Arms, Fusion: v.Fusion, Types: v.Types,
 	}, nil)
 	if err != nil {
-		return eval.Report{}, err
+		return eval.Report{}, nil, err
 	}
-	return eval.Run(ctx, d, r, eval.RunOptions{Name: v.Name, TokenBudget: opts.MaxTokens, Concurrency: opts.Concurrency})
+	rec := eval.NewRecorder(r)
+	rep, err := eval.Run(ctx, d, rec, eval.RunOptions{Name: v.Name, TokenBudget: opts.MaxTokens, Concurrency: opts.Concurrency})
+	return rep, rec, err
+}
+
+// writeMisses writes one JSON line per missed question, so that a recall
+// regression can be read question by question (jq, grep).
+func writeMisses(path string, misses []eval.Miss) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	for _, m := range misses {
+		if err := enc.Encode(m); err != nil {
+			return fmt.Errorf("encode %s: %w", path, err)
+		}
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 func ablationMarkdown(arms []evalArm) string {

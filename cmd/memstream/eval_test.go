@@ -129,7 +129,7 @@ func TestEvalRegressionGate(t *testing.T) {
 	if fromFile.Main.Overall.Turn.RecallAny10 != got {
 		t.Errorf("report.json says %.3f, the run measured %.3f", fromFile.Main.Overall.Turn.RecallAny10, got)
 	}
-	for _, f := range []string{evalReportMD, evalChartPNG} {
+	for _, f := range []string{evalReportMD, evalChartPNG, evalMisses} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s not written: %v", f, err)
 		}
