@@ -2,7 +2,9 @@ package recallapi
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,5 +163,49 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// flakyListener fails its first connection, then listens until ctx ends.
+type flakyListener struct {
+	calls        atomic.Int32
+	disabledSeen atomic.Bool
+	c            *modelCache
+}
+
+func (f *flakyListener) ListenMentalModels(ctx context.Context, ready func(), onChange func(string, string)) error {
+	if f.calls.Add(1) == 1 {
+		return errors.New("connection refused")
+	}
+	f.c.mu.Lock()
+	f.disabledSeen.Store(!f.c.enabled)
+	f.c.mu.Unlock()
+	ready()
+	<-ctx.Done()
+	return nil
+}
+
+// While the listener is down the cache serves nothing (another replica's
+// write would go unseen); once it is back the cache is purged and used.
+func TestListenerLossDisablesCache(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	fl := &flakyListener{c: e.srv.models}
+	e.srv.d.Listener = fl
+	ctx, cancel := context.WithCancel(context.Background())
+	e.srv.Start(ctx)
+	waitUntil(t, "the listener's second attempt", func() bool { return fl.calls.Load() >= 2 })
+	if !fl.disabledSeen.Load() {
+		t.Fatal("the cache stayed enabled while no listener ran")
+	}
+	waitUntil(t, "the cache re-enabled", func() bool {
+		e.srv.models.mu.Lock()
+		defer e.srv.models.mu.Unlock()
+		return e.srv.models.enabled
+	})
+	cancel()
+	e.srv.Close()
+	if n := fl.calls.Load(); n != 2 {
+		t.Fatalf("listener calls = %d, want 2", n)
 	}
 }
