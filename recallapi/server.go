@@ -165,6 +165,9 @@ type apiKey struct {
 
 // New builds the server; Serve starts it.
 func New(cfg Config, d Deps) (*Server, error) {
+	if d.Store == nil || d.Recaller == nil || d.Publisher == nil || d.Gate == nil {
+		return nil, errors.New("recallapi: Deps.Store, Recaller, Publisher and Gate are required")
+	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 10 << 20
 	}
@@ -211,9 +214,6 @@ func New(cfg Config, d Deps) (*Server, error) {
 	}, []string{"route", "code"})
 	if d.Registerer != nil {
 		d.Registerer.MustRegister(s.reqs)
-	}
-	if d.Store == nil || d.Recaller == nil || d.Publisher == nil || d.Gate == nil {
-		return nil, errors.New("recallapi: Deps.Store, Recaller, Publisher and Gate are required")
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
