@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -147,11 +148,13 @@ type evalOutcome struct {
 	Ablation []evalArm     `json:"ablation,omitempty"`
 	// Notes explain what the numbers do not cover (consolidation not
 	// drained, no reranker), so a reader of report.json sees them too.
-	Notes       []string `json:"notes,omitempty"`
-	IngestSecs  float64  `json:"ingest_seconds"`
-	MeasuredAt  string   `json:"measured_at"`
-	Banks       int      `json:"banks"`
-	DeadLetters int64    `json:"dead_letters"`
+	Notes []string `json:"notes,omitempty"`
+	// Coverage says which evidence turns ingestion stored at all.
+	Coverage    *eval.Coverage `json:"coverage,omitempty"`
+	IngestSecs  float64        `json:"ingest_seconds"`
+	MeasuredAt  string         `json:"measured_at"`
+	Banks       int            `json:"banks"`
+	DeadLetters int64          `json:"dead_letters"`
 }
 
 type evalArm struct {
@@ -339,6 +342,14 @@ func runEval(ctx context.Context, opts evalRunOptions, stdout, stderr io.Writer)
 		fmt.Fprintln(stdout, "== note: "+note)
 	}
 
+	stored, err := storedTurns(ctx, c, sortedBanks(expected))
+	if err != nil {
+		return nil, err
+	}
+	cov := eval.EvidenceCoverage(d, stored)
+	out.Coverage = &cov
+	fmt.Fprintf(stdout, "== %d of %d evidence turns produced a stored fact\n", cov.StoredTurns, cov.EvidenceTurns)
+
 	mainName := describeRun(opts.Arms, opts.Fusion)
 	fmt.Fprintf(stdout, "== asking %d questions (%s) …\n", len(d.Questions), mainName)
 	var rec *eval.Recorder
@@ -444,6 +455,10 @@ func writeEvalFiles(dir string, out *evalOutcome) error {
 	fmt.Fprintf(&md, "# memstream eval report\n\nDataset: %s seed %d, %d banks, %d sessions, %d turns, %d questions. Measured %s.\n\n",
 		m.Generator, m.Seed, m.Banks, m.Sessions, m.Turns, m.Questions, out.MeasuredAt)
 	md.WriteString(out.Main.Markdown())
+	if out.Coverage != nil {
+		md.WriteString("\n")
+		md.WriteString(out.Coverage.Markdown())
+	}
 	if len(out.Ablation) > 0 {
 		md.WriteString("\n")
 		md.WriteString(ablationMarkdown(out.Ablation))
@@ -455,6 +470,39 @@ func writeEvalFiles(dir string, out *evalOutcome) error {
 		return fmt.Errorf("write %s: %w", evalReportMD, err)
 	}
 	return out.Main.WriteChart(filepath.Join(dir, evalChartPNG))
+}
+
+// storedTurns pages through every bank's memories and collects the source
+// turn of each fact, for the evidence coverage.
+func storedTurns(ctx context.Context, c *apiClient, banks []string) (map[eval.Evidence]bool, error) {
+	const pageSize = 1000
+	out := map[eval.Evidence]bool{}
+	for _, b := range banks {
+		for offset := 0; ; offset += pageSize {
+			var page struct {
+				Items []struct {
+					DocumentID string            `json:"document_id"`
+					Metadata   map[string]string `json:"metadata"`
+				} `json:"items"`
+				Total int `json:"total"`
+			}
+			path := fmt.Sprintf("/v1/default/banks/%s/memories/list?limit=%d&offset=%d", b, pageSize, offset)
+			if err := c.call(ctx, http.MethodGet, path, nil, &page); err != nil {
+				return nil, fmt.Errorf("eval run: list memories of bank %s: %w", b, err)
+			}
+			for _, it := range page.Items {
+				idx, err := strconv.Atoi(it.Metadata["message_index"])
+				if err != nil || it.DocumentID == "" {
+					continue
+				}
+				out[eval.Evidence{SessionID: it.DocumentID, TurnIndex: idx}] = true
+			}
+			if len(page.Items) < pageSize || offset+pageSize >= page.Total {
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // bankStats is the part of GET …/stats the runner waits on.
