@@ -135,7 +135,8 @@ loop:
 				content = toolError(errors.New("context budget exhausted: no room for more results; call done now"))
 				stop = stopBudget
 			default:
-				res, err := s.runTool(loopCtx, name, args, ceiling)
+				res, found, err := s.runTool(loopCtx, name, args, ceiling)
+				s.absorb(found)
 				if err != nil {
 					if ctx.Err() != nil {
 						return Response{}, "", fmt.Errorf("reflect bank %s: %w", s.req.BankID, ctx.Err())

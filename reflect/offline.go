@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/memstream/memstream/lexical"
@@ -13,30 +14,42 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 )
 
-// offline is the provider without an LLM: the steered tool sequence run
-// directly, then an extractive answer. It is deterministic for a given
-// bank state and clock.
+// offline is the provider without an LLM: the steered tools, then an
+// extractive answer. With no model to read one tool's result before the
+// next call, the three searches do not depend on each other, so they run
+// concurrently; the trace and the gathered state keep the steered order.
+// It is deterministic for a given bank state and query time.
 func (s *session) offline(ctx context.Context) (Response, error) {
 	cfg := s.r.cfg
 	left := cfg.ContextTokens - estimateTokens(s.systemPrompt()) - estimateTokens(s.req.Query) - cfg.AnswerTokens
+	ceiling := min(cfg.MaxToolResultTokens, left/len(steered))
+	type result struct {
+		out   string
+		found []*source
+		err   error
+		d     time.Duration
+	}
+	results := make([]result, len(steered))
+	var wg sync.WaitGroup
 	for i, tool := range steered {
-		ceiling := min(cfg.MaxToolResultTokens, left/(len(steered)-i))
-		if ceiling < cfg.MinToolResultTokens {
-			break
+		wg.Go(func() {
+			t0 := time.Now()
+			out, found, err := s.runTool(ctx, tool, toolArgs{Query: s.req.Query}, ceiling)
+			results[i] = result{out: out, found: found, err: err, d: time.Since(t0)}
+		})
+	}
+	wg.Wait()
+	raw, _ := json.Marshal(map[string]string{"query": s.req.Query})
+	for i, tool := range steered {
+		res := results[i]
+		if res.err != nil {
+			// No model can read a tool error here; recall already degrades
+			// failed arms, so what is left is the store failing.
+			return Response{}, fmt.Errorf("reflect bank %s: %s: %w", s.req.BankID, tool, res.err)
 		}
-		args := toolArgs{Query: s.req.Query}
-		raw, _ := json.Marshal(map[string]string{"query": s.req.Query})
-		t0 := time.Now()
-		out, err := s.runTool(ctx, tool, args, ceiling)
-		if err != nil {
-			// With no model to read an error, a failed tool fails the call,
-			// except for a failed recall arm set, which recall itself
-			// degrades.
-			return Response{}, fmt.Errorf("reflect bank %s: %s: %w", s.req.BankID, tool, err)
-		}
-		s.recordTool(tool, string(raw), len(out), time.Since(t0))
+		s.absorb(res.found)
+		s.recordTool(tool, string(raw), len(res.out), res.d)
 		s.trace.Iterations++
-		left -= estimateTokens(out)
 	}
 	s.trace.StopReason = stopOffline
 	return s.extractive(), nil

@@ -62,7 +62,11 @@ func (r *Reflector) reflect(ctx context.Context, req Request, start time.Time) (
 	if err != nil {
 		return Response{}, "", err
 	}
-	s := &session{r: r, req: req, disp: disp, now: start, sources: map[string]*source{},
+	now := start
+	if req.QueryTimestamp != nil && !req.QueryTimestamp.IsZero() {
+		now = *req.QueryTimestamp
+	}
+	s := &session{r: r, req: req, disp: disp, now: now, sources: map[string]*source{},
 		trace: Trace{ToolCalls: []ToolCall{}, LLMCalls: []LLMCall{}}}
 
 	var resp Response

@@ -67,3 +67,34 @@ func TestOfflineFillSchema(t *testing.T) {
 		t.Error("a required number was filled from text")
 	}
 }
+
+func TestRenderFitsCeilingAsValidJSON(t *testing.T) {
+	t.Parallel()
+	var items []any
+	for i := range 50 {
+		items = append(items, map[string]any{"id": i, "text": strings.Repeat("word ", 40)})
+	}
+	for _, ceiling := range []int{5000, 1000, 300, 40} {
+		out := render("memories", items, ceiling)
+		if n := estimateTokens(out); n > ceiling {
+			t.Errorf("ceiling %d: rendered %d tokens", ceiling, n)
+		}
+		var v struct {
+			Memories  []map[string]any `json:"memories"`
+			Omitted   int              `json:"omitted"`
+			Truncated bool             `json:"truncated"`
+		}
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("ceiling %d: invalid JSON %q: %v", ceiling, out, err)
+		}
+		if len(v.Memories)+v.Omitted != len(items) || v.Truncated != (v.Omitted > 0) {
+			t.Errorf("ceiling %d: %d kept + %d omitted, truncated %v", ceiling, len(v.Memories), v.Omitted, v.Truncated)
+		}
+		if ceiling == 5000 && v.Omitted != 0 {
+			t.Errorf("everything fits in 5000 tokens, yet %d omitted", v.Omitted)
+		}
+		if ceiling == 40 && (len(v.Memories) != 1 || !strings.Contains(v.Memories[0]["text"].(string), "[truncated]")) {
+			t.Errorf("a tiny ceiling should cut the first item's text, got %q", out)
+		}
+	}
+}

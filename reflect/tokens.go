@@ -10,13 +10,12 @@ import "unicode"
 func estimateTokens(s string) int {
 	var other, cjk int
 	for _, r := range s {
-		if unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul) {
-			cjk++
-			continue
-		}
-		if r < 0x80 {
+		switch {
+		case r < 0x80: // the common case first: the table lookups are slow
 			other++
-		} else {
+		case unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul):
+			cjk++
+		default:
 			other += 2
 		}
 	}

@@ -160,31 +160,49 @@ func parseArgs(tool, raw string) (toolArgs, error) {
 	return a, nil
 }
 
+// absorb records what a tool found, in the tool's order. It is separate
+// from runTool so that tools may run concurrently (runTool only reads the
+// session) while the gathered state stays in a deterministic order.
+func (s *session) absorb(found []*source) {
+	for _, f := range found {
+		src := s.remember(f)
+		switch src.Kind {
+		case kindMentalModel:
+			s.models = appendOnce(s.models, src)
+		case kindObservation:
+			s.obs = appendOnce(s.obs, src)
+		default:
+			s.facts = appendOnce(s.facts, src)
+		}
+	}
+}
+
 // runTool executes one search tool and renders its result within ceiling
-// estimated tokens. Its error is for the model, not the caller: a failing
-// tool is reported and the loop goes on.
-func (s *session) runTool(ctx context.Context, tool string, a toolArgs, ceiling int) (string, error) {
+// estimated tokens, returning the sources it found for absorb. Its error
+// is for the model, not the caller: a failing tool is reported and the
+// loop goes on. It does not modify the session.
+func (s *session) runTool(ctx context.Context, tool string, a toolArgs, ceiling int) (string, []*source, error) {
 	switch tool {
 	case ToolMentalModels:
 		hits, err := s.r.deps.Store.RankMentalModels(ctx, s.req.BankID, a.Query, s.req.Tags, mentalModelLimit)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		items := make([]any, 0, len(hits))
+		found := make([]*source, 0, len(hits))
 		for _, h := range hits {
 			src := &source{Kind: kindMentalModel, ID: h.ID.String(), Text: h.Content, Score: h.Score}
 			if h.LastRefreshedAt != nil {
 				src.When = *h.LastRefreshedAt
 			}
-			src = s.remember(src)
-			s.models = appendOnce(s.models, src)
+			found = append(found, src)
 			item := map[string]any{"id": src.ID, "name": h.Name, "question": h.SourceQuery, "content": h.Content, "match": round2(h.Score)}
 			if h.LastRefreshedAt != nil {
 				item["refreshed_at"] = h.LastRefreshedAt.UTC().Format(time.DateOnly)
 			}
 			items = append(items, item)
 		}
-		return render("mental_models", items, ceiling), nil
+		return render("mental_models", items, ceiling), found, nil
 	case ToolObservations, ToolRecall:
 		rr := recall.Request{BankID: s.req.BankID, Query: a.Query, Budget: s.req.Budget, Tags: s.req.Tags, QueryTime: s.now,
 			MaxTokens: ceiling}
@@ -202,25 +220,25 @@ func (s *session) runTool(ctx context.Context, tool string, a toolArgs, ceiling 
 		}
 		resp, err := s.r.deps.Recaller.Recall(ctx, rr)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		items := make([]any, 0, len(resp.Results))
+		found := make([]*source, 0, len(resp.Results))
 		for _, res := range resp.Results {
 			kind := kindMemory
 			if res.Type == "observation" {
 				kind = kindObservation
 			}
-			src := s.remember(&source{Kind: kind, ID: res.ID.String(), Text: res.Text, When: res.MentionedAt,
-				Trend: res.Trend, Score: res.Scores.Final, Proof: res.ProofCount, Names: terms(strings.Join(res.Entities, " "))})
+			src := &source{Kind: kind, ID: res.ID.String(), Text: res.Text, When: res.MentionedAt,
+				Trend: res.Trend, Score: res.Scores.Final, Proof: res.ProofCount, Names: terms(strings.Join(res.Entities, " "))}
+			found = append(found, src)
 			item := map[string]any{"id": src.ID, "text": res.Text, "date": res.MentionedAt.UTC().Format(time.DateOnly)}
 			if kind == kindObservation {
-				s.obs = appendOnce(s.obs, src)
 				item["trend"] = res.Trend
 				item["proof_count"] = res.ProofCount
 				item["stale"] = src.stale(s.now)
 				item["days_since_evidence"] = int(s.now.Sub(res.MentionedAt).Hours() / 24)
 			} else {
-				s.facts = appendOnce(s.facts, src)
 				item["type"] = res.Type
 				if res.OccurredStart != nil {
 					item["occurred"] = res.OccurredStart.UTC().Format(time.DateOnly)
@@ -234,19 +252,19 @@ func (s *session) runTool(ctx context.Context, tool string, a toolArgs, ceiling 
 			}
 			items = append(items, item)
 		}
-		return render(key, items, ceiling), nil
+		return render(key, items, ceiling), found, nil
 	case ToolExpand:
 		ids := make([]uuid.UUID, 0, len(a.MemoryIDs))
 		for _, raw := range a.MemoryIDs {
 			id, err := uuid.Parse(strings.Trim(raw, "[] "))
 			if err != nil {
-				return "", fmt.Errorf("expand: %q is not a memory id", raw)
+				return "", nil, fmt.Errorf("expand: %q is not a memory id", raw)
 			}
 			ids = append(ids, id)
 		}
 		ctxs, err := s.r.deps.Store.ExpandMemories(ctx, s.req.BankID, ids, a.Depth)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		items := make([]any, 0, len(ctxs))
 		seenText := map[string]bool{}
@@ -257,57 +275,58 @@ func (s *session) runTool(ctx context.Context, tool string, a toolArgs, ceiling 
 			seenText[c.Text] = true
 			items = append(items, map[string]any{"memory_id": c.MemoryID.String(), "document_id": c.DocumentID, "text": c.Text})
 		}
-		return render("sources", items, ceiling), nil
+		return render("sources", items, ceiling), nil, nil
 	}
-	return "", fmt.Errorf("unknown tool %q", tool)
+	return "", nil, fmt.Errorf("unknown tool %q", tool)
 }
 
 // render encodes items as {"<key>": [...]} within ceiling estimated
 // tokens: whole items while they fit, then a count of what was left out,
-// so the model sees valid JSON and knows it saw only part. A single item
-// too big on its own has its long strings cut.
+// so the model sees valid JSON and knows it saw only part. A first item
+// too big on its own has its long strings cut. Each item is encoded and
+// counted once, so rendering stays linear in the output.
 func render(key string, items []any, ceiling int) string {
-	out := map[string]any{key: []any{}}
-	enc := func() string {
-		b, _ := json.Marshal(out)
-		return string(b)
+	keyJSON, _ := json.Marshal(key)
+	var b strings.Builder
+	b.WriteString("{")
+	b.Write(keyJSON)
+	b.WriteString(":[")
+	// The closing part, with room for the omission note.
+	tail := func(omitted int) string {
+		if omitted == 0 {
+			return "]}"
+		}
+		return fmt.Sprintf(`],"omitted":%d,"truncated":true}`, omitted)
 	}
-	kept := []any{}
+	used := estimateTokens(b.String()) + estimateTokens(tail(len(items)))
+	kept := 0
 	for i, it := range items {
-		try := append(slices.Clone(kept), it)
-		out[key] = try
-		if i < len(items)-1 {
-			out["omitted"] = len(items) - i - 1
-		} else {
-			delete(out, "omitted")
-		}
-		if estimateTokens(enc()) <= ceiling {
-			kept = try
-			continue
-		}
-		if len(kept) == 0 { // shrink the first item rather than return nothing
+		enc, _ := json.Marshal(it)
+		n := estimateTokens(string(enc)) + 1 // and its comma
+		if used+n > ceiling && i == 0 {
 			if m, ok := it.(map[string]any); ok {
-				room := ceiling - estimateTokens(enc()) + longestString(m)
+				room := ceiling - used - (n - longestString(m))
 				for k, v := range m {
 					if str, ok := v.(string); ok && estimateTokens(str) > 16 {
-						m[k] = truncateToTokens(str, max(room-24, 8))
+						m[k] = truncateToTokens(str, max(room-8, 8))
 					}
 				}
-				out[key] = []any{m}
-				if estimateTokens(enc()) <= ceiling {
-					kept = []any{m}
-					continue
-				}
+				enc, _ = json.Marshal(m)
+				n = estimateTokens(string(enc)) + 1
 			}
 		}
-		out[key] = kept
-		out["omitted"] = len(items) - len(kept)
-		out["truncated"] = true
-		return truncateToTokens(enc(), ceiling)
+		if used+n > ceiling {
+			break
+		}
+		if kept > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(enc)
+		used += n
+		kept++
 	}
-	out[key] = kept
-	delete(out, "omitted")
-	return enc()
+	b.WriteString(tail(len(items) - kept))
+	return b.String()
 }
 
 func longestString(m map[string]any) int {

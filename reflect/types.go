@@ -1,5 +1,7 @@
 package reflect
 
+import "time"
+
 // Request is one reflect question (SPEC §5 POST …/reflect).
 type Request struct {
 	BankID         string         `json:"-"`
@@ -8,6 +10,9 @@ type Request struct {
 	MaxTokens      int            `json:"max_tokens,omitempty"`
 	Tags           []string       `json:"tags,omitempty"`
 	ResponseSchema map[string]any `json:"response_schema,omitempty"`
+	// QueryTimestamp anchors "now" for relative time expressions, recency
+	// and staleness (default: the time of the request), as in recall.
+	QueryTimestamp *time.Time `json:"query_timestamp,omitempty"`
 	// Disposition overrides the bank's traits for this request.
 	Disposition *Disposition `json:"disposition,omitempty"`
 }
