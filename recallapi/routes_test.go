@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -249,5 +250,22 @@ func TestHandlerPanicAnswersJSON500(t *testing.T) {
 	r := e.call("GET", "/boom", "", "-")
 	if r.status != 500 || r.body["error"].(map[string]any)["code"] != "internal" || strings.Contains(string(r.raw), "bug") {
 		t.Fatalf("panic: %d %s", r.status, r.raw)
+	}
+}
+
+// Work past the request timeout is cancelled and answered 503.
+func TestRequestTimeout(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	seed(t, e.st, "b1")
+	e.srv.cfg.RequestTimeout = time.Nanosecond
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/v1/default/banks/b1/memories/list", ""},
+		{"POST", "/v1/default/banks/b1/memories/recall", `{"query":"Alice"}`},
+	} {
+		r := e.call(c.method, c.path, c.body, "")
+		if r.status != 503 || r.body["error"] == nil {
+			t.Errorf("%s %s past its deadline: %d %s", c.method, c.path, r.status, r.raw)
+		}
 	}
 }

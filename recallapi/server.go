@@ -109,6 +109,10 @@ type Config struct {
 	// MentalModelCacheSize bounds the mental-model LRU (entries; default
 	// 4096).
 	MentalModelCacheSize int
+	// RequestTimeout bounds each request's work, so a slow query is
+	// cancelled instead of outliving its client (default 30 s; retain
+	// gets RetainWait on top).
+	RequestTimeout time.Duration
 }
 
 // Deps are the server's collaborators.
@@ -173,6 +177,9 @@ func New(cfg Config, d Deps) (*Server, error) {
 	}
 	if cfg.RetainWait <= 0 {
 		cfg.RetainWait = 30 * time.Second
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 30 * time.Second
 	}
 	if !cfg.Auth.Disabled && len(cfg.Auth.Keys) == 0 && cfg.Addr != "" && !config.IsLoopback(cfg.Addr) {
 		return nil, fmt.Errorf("config http.addr: %s is not loopback and no auth.keys are configured", cfg.Addr)
@@ -267,6 +274,13 @@ func (s *Server) handle(pattern, route, scope string, h handlerFunc) {
 				s.reqs.WithLabelValues(route, "5xx").Observe(time.Since(start).Seconds())
 			}
 		}()
+		timeout := s.cfg.RequestTimeout
+		if route == "retain" {
+			timeout += s.cfg.RetainWait
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		r = r.WithContext(ctx)
 		if key, err := s.authorize(r, scope); err != nil {
 			s.writeError(rec, r, err)
 		} else {
