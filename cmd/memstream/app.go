@@ -212,8 +212,10 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 		if err != nil {
 			return a, err
 		}
-		ready := map[string]recallapi.Readiness{"database": a.st.Ping}
-		ready["kafka"] = func(ctx context.Context) error { return a.prod.Ping(ctx) }
+		ready := map[string]recallapi.Readiness{}
+		for name, check := range a.readiness(rl) {
+			ready[name] = check
+		}
 		a.api, err = recallapi.New(recallapi.Config{
 			Addr: cfg.HTTP.Addr, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, RetainWait: cfg.HTTP.RetainWait,
 			ReadTimeout: cfg.HTTP.ReadTimeout, WriteTimeout: cfg.HTTP.WriteTimeout, Auth: cfg.Auth, BasePolicy: basePolicy(cfg),
@@ -222,8 +224,22 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 		if err != nil {
 			return a, err
 		}
+	} else {
+		// Ingest- and worker-only replicas serve probes and metrics too.
+		a.ops = &opsServer{addr: cfg.HTTP.Addr, ready: a.readiness(rl), gatherer: reg}
 	}
 	return a, nil
+}
+
+// readiness lists the checks /health/ready runs for the roles: PostgreSQL
+// for every role, the brokers only for ingest, so that a Kafka outage does
+// not take API replicas serving recall out of their load balancer.
+func (a *app) readiness(rl roles) map[string]func(context.Context) error {
+	ready := map[string]func(context.Context) error{"database": a.st.Ping}
+	if rl.ingest {
+		ready["kafka"] = func(ctx context.Context) error { return a.prod.Ping(ctx) }
+	}
+	return ready
 }
 
 func newExtractor(cfg config.Config, _ prometheus.Registerer, _ *slog.Logger) (pipeline.Extractor, error) {
