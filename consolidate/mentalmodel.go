@@ -9,8 +9,16 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/store"
 )
+
+// ObservationRecaller is what a mental model refresh needs of
+// recall.Recaller: the observations that answer its question, through the
+// same four arms and scoring as the API's recall.
+type ObservationRecaller interface {
+	Recall(ctx context.Context, req recall.Request) (recall.Response, error)
+}
 
 // mentalModelPool is how many observations a refresh considers; the
 // summary keeps those that fit the model's token budget.
@@ -74,7 +82,7 @@ func (w *Worker) refreshModel(ctx context.Context, m store.RefreshTarget) error 
 	if err != nil {
 		return fmt.Errorf("refresh mental model %s/%s: embed question: %w", m.BankID, m.ID, err)
 	}
-	obs, err := w.st.RankObservations(ctx, m.BankID, m.Tags, vecs[0], mentalModelPool)
+	obs, err := w.rankForModel(ctx, m, vecs[0])
 	if err != nil {
 		return fmt.Errorf("refresh mental model %s/%s: %w", m.BankID, m.ID, err)
 	}
@@ -94,6 +102,31 @@ func (w *Worker) refreshModel(ctx context.Context, m store.RefreshTarget) error 
 	w.log.Debug("mental model refreshed", slog.String("bank_id", m.BankID), slog.String("mental_model_id", m.ID.String()),
 		slog.Int("observations", len(used)))
 	return nil
+}
+
+// rankForModel ranks the bank's observations for a model's question:
+// through recall when the worker has a Recaller (interleave fusion, so the
+// semantic best match is never crowded out), else by similarity alone.
+// A failing recall degrades to the similarity query rather than leaving
+// the model stale.
+func (w *Worker) rankForModel(ctx context.Context, m store.RefreshTarget, vec []float32) ([]store.RankedObservation, error) {
+	if w.rec != nil {
+		resp, err := w.rec.Recall(ctx, recall.Request{BankID: m.BankID, Query: m.SourceQuery, Types: []string{"observation"},
+			Tags: m.Tags, TagsMatch: "any", Fusion: "interleave", MaxTokens: m.MaxTokens, QueryTime: w.now()})
+		if err == nil {
+			out := make([]store.RankedObservation, 0, len(resp.Results))
+			for _, r := range resp.Results {
+				// Recall's order is kept; its final score mixes recency
+				// and proof, so relevance to the question is judged by the
+				// semantic score alone.
+				out = append(out, store.RankedObservation{ID: r.ID, Text: r.Text, ProofCount: r.ProofCount, Trend: r.Trend,
+					Similarity: r.Scores.Semantic})
+			}
+			return out, nil
+		}
+		w.log.Warn("mental model recall failed; ranking by similarity", slog.String("bank_id", m.BankID), slog.Any("error", err))
+	}
+	return w.st.RankObservations(ctx, m.BankID, m.Tags, vec, mentalModelPool)
 }
 
 // Summarize is the offline content of a mental model: an extractive

@@ -31,7 +31,10 @@ type Deps struct {
 	Embedder Embedder
 	// Adjudicator decides; nil means the offline rules with defaults.
 	Adjudicator Adjudicator
-	Log         *slog.Logger
+	// Recaller ranks observations for mental models; nil means a plain
+	// similarity query over the bank's observations.
+	Recaller ObservationRecaller
+	Log      *slog.Logger
 	// Registerer receives the worker's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 	// Clock is the time source for consolidated_at, history, trends and
@@ -180,6 +183,7 @@ type Worker struct {
 	st      *store.Store
 	emb     Embedder
 	adj     Adjudicator
+	rec     ObservationRecaller
 	log     *slog.Logger
 	now     func() time.Time
 	onBatch func(string, Result)
@@ -264,7 +268,7 @@ func New(deps Deps, cfg Config) (*Worker, error) {
 		burst := max(int(math.Ceil(cfg.RatePerSecond)), deps.Adjudicator.BatchSize())
 		lim = rate.NewLimiter(rate.Limit(cfg.RatePerSecond), burst)
 	}
-	return &Worker{st: deps.Store, emb: deps.Embedder, adj: deps.Adjudicator, log: deps.Log, now: deps.Clock,
+	return &Worker{st: deps.Store, emb: deps.Embedder, adj: deps.Adjudicator, rec: deps.Recaller, log: deps.Log, now: deps.Clock,
 		onBatch: deps.Progress, cfg: cfg, limiter: lim, m: m}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memstream/memstream/consolidate"
+	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/store"
 )
 
@@ -183,5 +184,39 @@ func TestMentalModelRefreshAndPages(t *testing.T) {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("page lacks %q:\n%s", want, page)
 		}
+	}
+}
+
+func TestMentalModelRefreshThroughRecall(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	var facts []fact
+	for i, p := range paraphrases(4) {
+		facts = append(facts, fact{text: p, at: now.AddDate(0, 0, -i)})
+	}
+	facts = append(facts, fact{text: "Alice plays the violin in an orchestra", at: now})
+	e.persist("alice", facts...)
+	mmID := uuid.New()
+	if _, err := e.st.Pool().Exec(ctx, `INSERT INTO mental_models (id, bank_id, name, source_query) VALUES ($1, 'alice', 'Writing style', $2)`,
+		mmID, "Does Alice prefer active or passive voice in sentences?"); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := recall.New(e.st.Pool(), e.emb, recall.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := e.worker(consolidate.Deps{Recaller: rec}, consolidate.Config{})
+	if res := e.drain(w, "alice"); res.MentalModels != 1 {
+		t.Fatalf("drain = %+v", res)
+	}
+	pref := e.observations("alice")[0]
+	var content string
+	if err := e.st.Pool().QueryRow(ctx, `SELECT content FROM mental_models WHERE id = $1`, mmID).Scan(&content); err != nil {
+		t.Fatal(err)
+	}
+	first := strings.SplitN(content, "\n", 4)
+	if len(first) < 3 || !strings.Contains(first[2], "[obs:"+pref.ID.String()+"]") || !strings.Contains(first[2], "4 pieces of evidence") {
+		t.Fatalf("content = %q (want the preference observation first)", content)
 	}
 }

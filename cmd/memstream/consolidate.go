@@ -14,6 +14,7 @@ import (
 
 	"github.com/memstream/memstream/config"
 	"github.com/memstream/memstream/consolidate"
+	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/store"
 )
 
@@ -32,15 +33,16 @@ func newAdjudicator(cfg config.Config) (consolidate.Adjudicator, error) {
 
 // newConsolidationWorker builds the worker role from the configuration:
 // the same constructor serves `serve --roles worker` and the on-demand
-// `consolidate` command.
-func newConsolidationWorker(cfg config.Config, st *store.Store, emb consolidate.Embedder, reg prometheus.Registerer,
-	log *slog.Logger, progress func(string, consolidate.Result)) (*consolidate.Worker, error) {
+// `consolidate` command. rec ranks observations for mental models (nil: a
+// plain similarity query); reg may be nil.
+func newConsolidationWorker(cfg config.Config, st *store.Store, emb consolidate.Embedder, rec consolidate.ObservationRecaller,
+	reg prometheus.Registerer, log *slog.Logger, progress func(string, consolidate.Result)) (*consolidate.Worker, error) {
 	adj, err := newAdjudicator(cfg)
 	if err != nil {
 		return nil, err
 	}
 	c := cfg.Consolidation
-	return consolidate.New(consolidate.Deps{Store: st, Embedder: emb, Adjudicator: adj, Log: log.With("component", "consolidate"),
+	return consolidate.New(consolidate.Deps{Store: st, Embedder: emb, Adjudicator: adj, Recaller: rec, Log: log.With("component", "consolidate"),
 		Registerer: reg, Progress: progress}, consolidate.Config{Workers: c.Workers, BatchSize: c.BatchSize,
 		PollInterval: c.PollInterval, RatePerSecond: c.RatePerSecond, MentalModelMinInterval: c.MentalModelMinInterval})
 }
@@ -96,7 +98,11 @@ func cmdConsolidate(ctx context.Context, args []string, stdout, stderr io.Writer
 				r.Facts, pending, r.Created, r.Updated, r.Invalidated, r.Merged)
 		}
 	}
-	w, err := newConsolidationWorker(cfg, st, emb, nil, log, progress)
+	rec, err := recall.New(st.Pool(), emb, recall.Config{}, log)
+	if err != nil {
+		return err
+	}
+	w, err := newConsolidationWorker(cfg, st, emb, rec, nil, log, progress)
 	if err != nil {
 		return err
 	}
