@@ -47,7 +47,7 @@ type Config struct {
 	Tokenizer string
 	// KeywordRowBudget bounds the rows the keyword arm ranks, and caps its
 	// document-frequency counts: terms are matched rarest first while
-	// their summed frequencies fit. Default 2000.
+	// their summed frequencies fit. Default 500.
 	KeywordRowBudget int
 	// StatsTTL is how long the keyword arm trusts a cached bank size or
 	// document frequency. Default 2m; negative disables the cache.
@@ -88,7 +88,7 @@ func (c Config) WithDefaults() Config {
 		c.Tokenizer = TokenizerCL100K
 	}
 	if c.KeywordRowBudget == 0 {
-		c.KeywordRowBudget = 2000
+		c.KeywordRowBudget = 500
 	}
 	if c.StatsTTL == 0 {
 		c.StatsTTL = 2 * time.Minute

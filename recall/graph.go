@@ -46,18 +46,27 @@ const (
 	// that a similar fact mentions Seattle, named in a thousand facts,
 	// says nothing about which of them matter, the way a common word says
 	// nothing in full-text search. An entity seeded both ways keeps its
-	// best weight. Hop 1: facts that mention a seed entity, scored by the
-	// summed weights of the seeds they mention (a fact naming both people
-	// asked about beats one naming either). Each entity lends at most $11
-	// facts, the most recently stored first (within one entity the btree
-	// keeps entries in heap order, which is ingest order, so ctid needs no
-	// join to memory_units): a city or a spouse mentioned by thousands of
-	// facts would otherwise make every recall aggregate all of them. Hop
-	// 2: facts linked to the best hop-1 facts or to the semantic seed
-	// facts, scored by the parent's score times the link weight, damped by
-	// link type: causal links carry the most meaning, entity and temporal
-	// links the least (entity links repeat hop 1, temporal ones are only
-	// nearness). Only the best $9 hop-1 facts are expanded.
+	// best weight.
+	//
+	// Hop 1: facts that mention a seed entity, scored by the summed
+	// weights of the seeds they mention (a fact naming both people asked
+	// about beats one naming either). Each entity lends at most $11 facts,
+	// the most recently stored first: unit_entities rows are only ever
+	// inserted, so their ctid order is ingest order, and sorting by it
+	// reads no memory_units row. Without the cap, a city or a spouse
+	// mentioned by thousands of facts would make every recall aggregate
+	// all of them.
+	//
+	// Hop 2: facts linked to the best $9 hop-1 facts (newest first among
+	// equals) or to the semantic seed facts, scored by the parent's score
+	// times the link weight, damped by link type: causal links carry the
+	// most meaning, entity and temporal links the least (entity links
+	// repeat hop 1, temporal ones are only nearness).
+	//
+	// Only the best 2·$9 facts of both hops are looked up in memory_units
+	// for the request's filters: each lookup is a random read, and they
+	// were most of the arm's time. Seed entities belong to the bank, so
+	// both hops stay inside it; the final filter drops invalidated facts.
 	qGraphExpand = `WITH useeds AS (
 		SELECT * FROM unnest($7::uuid[], $8::float8[]) AS u(id, score)),
 	seeds AS (
@@ -68,15 +77,14 @@ const (
 			JOIN entities e ON e.id = ue.entity_id WHERE e.mention_count <= $12) x
 		GROUP BY x.entity_id),
 	hop1 AS (
-		SELECT f.unit_id AS id, sum(s.w) AS score
+		SELECT f.unit_id AS id, sum(s.w) AS score, min(f.rn) AS rn
 		FROM seeds s CROSS JOIN LATERAL (
-			SELECT ue.unit_id FROM unit_entities ue WHERE ue.entity_id = s.entity_id
+			SELECT ue.unit_id, row_number() OVER (ORDER BY ue.ctid DESC) AS rn
+			FROM unit_entities ue WHERE ue.entity_id = s.entity_id
 			ORDER BY ue.ctid DESC LIMIT $11) f
 		GROUP BY f.unit_id),
 	starts AS (
-		(SELECT h.id, h.score FROM hop1 h JOIN memory_units m ON m.id = h.id
-		 WHERE m.bank_id = $1 AND m.state = 'valid'
-		 ORDER BY h.score DESC LIMIT $9)
+		(SELECT h.id, h.score FROM hop1 h ORDER BY h.score DESC, h.rn LIMIT $9)
 		UNION ALL
 		SELECT * FROM useeds),
 	hop2 AS (
@@ -89,7 +97,11 @@ const (
 			SELECT l.from_id, l.weight, l.link_type FROM memory_links l WHERE l.to_id = st.id) n
 		GROUP BY n.id),
 	scored AS (
-		SELECT id, sum(score) AS score FROM (SELECT * FROM hop1 UNION ALL SELECT * FROM hop2) x GROUP BY id)
+		SELECT id, sum(score) AS score, min(rn) AS rn
+		FROM (SELECT * FROM hop1 UNION ALL SELECT id, score, NULL FROM hop2) x
+		GROUP BY id
+		ORDER BY 2 DESC, 3 NULLS LAST
+		LIMIT 2 * $9)
 	SELECT m.id, sc.score
 	FROM scored sc JOIN memory_units m ON m.id = sc.id
 	WHERE ` + unitFilter + ` AND sc.score > 0
@@ -104,7 +116,7 @@ func hop1PerEntity(pool int) int { return 2 * pool }
 // maxSeedMentions is the most facts an entity of a semantic seed fact may
 // be mentioned by and still seed the walk: a few times what hop 1 takes
 // from it, so its facts are a meaningful sample and not noise.
-func maxSeedMentions(pool int) int { return 10 * pool }
+func maxSeedMentions(pool int) int { return 4 * pool }
 
 // nameCandidate is a span of the query that may name an entity, with its
 // alias-table keys.

@@ -225,7 +225,9 @@ func (r *Recaller) termStats(ctx context.Context, bank string, terms []string) (
 	if len(missing) == 0 {
 		return stats, nil
 	}
-	rows, err := r.pool.Query(ctx, qKeywordDF, bank, missing, r.cfg.KeywordRowBudget)
+	// One past the budget: a term counted that far is over it, however
+	// far it goes.
+	rows, err := r.pool.Query(ctx, qKeywordDF, bank, missing, r.cfg.KeywordRowBudget+1)
 	if err != nil {
 		return nil, fmt.Errorf("keyword document frequency: %w", err)
 	}
