@@ -131,20 +131,31 @@ func kpromMetrics(t *testing.T) map[string]bool {
 	for n := 0; n == 0 && ctx.Err() == nil; {
 		n = cons.PollFetches(ctx).NumRecords()
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]bool{}
-	for _, mf := range mfs {
-		out[mf.GetName()] = true
-	}
-	for _, want := range []string{"memstream_kafka_produce_bytes_total", "memstream_kafka_consumer_fetch_bytes_total"} {
-		if !out[want] {
-			t.Fatalf("kprom did not export %s; got %v", want, out)
+	// The produce and fetch hooks run after the calls above return: poll.
+	want := []string{"memstream_kafka_produce_bytes_total", "memstream_kafka_consumer_fetch_bytes_total"}
+	for {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
 		}
+		out := map[string]bool{}
+		for _, mf := range mfs {
+			out[mf.GetName()] = true
+		}
+		missing := ""
+		for _, w := range want {
+			if !out[w] {
+				missing = w
+			}
+		}
+		if missing == "" {
+			return out
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("kprom did not export %s; got %v", missing, out)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return out
 }
 
 var (
