@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +50,10 @@ type EntityResolver interface {
 type Persister interface {
 	PersistBatch(ctx context.Context, evs []store.EventRecord) (store.PersistResult, error)
 	RecordDeadLetter(ctx context.Context, topic string, partition int32, offset int64, bankID, class, stage string) error
+	// RecordAudit writes the defense audit rows of an event that is not
+	// persisted (a blocked one); persisted events carry theirs in
+	// EventRecord.Audit.
+	RecordAudit(ctx context.Context, bankID, eventKey string, rows []store.AuditRow) error
 }
 
 // DeadLetterWriter writes a record to the dead-letter topic and returns once
@@ -271,6 +277,9 @@ func (p *Pipeline) prepareStage(in <-chan Message, out chan<- *item) {
 		it, rerr := p.prepare(m)
 		p.m.stageSeconds.WithLabelValues("prepare").Observe(time.Since(start).Seconds())
 		if rerr != nil {
+			if it != nil && len(it.audit) > 0 {
+				p.recordBlockedAudit(it)
+			}
 			p.deadLetter(m, rerr, bankOf(it))
 			continue
 		}
@@ -306,27 +315,67 @@ func (p *Pipeline) prepare(m Message) (*item, *RecordError) {
 		p.log.Warn("defense policy unavailable; using default", slog.String("bank", ev.BankID), slog.Any("error", perr))
 		policy = defense.DefaultPolicy()
 	}
-	msgs := make([]chunk.Message, 0, len(ev.Messages))
-	for i, dm := range ev.Messages {
-		res, audit, cerr := p.deps.Gate.Check(ev.Key, dm.Content, policy)
-		if cerr != nil {
-			var be *defense.BlockedError
-			if errors.As(cerr, &be) {
-				return it, recErr(ClassBlockedByPolicy, "defense", "%v", cerr)
-			}
-			return it, recErr(ClassBlockedByPolicy, "defense", "defense check failed: %v", cerr)
+	// check applies the policy to one stored text. The audit rows are kept
+	// even when the text blocks the event, so the blocked event is
+	// audited too.
+	check := func(text string) (string, *RecordError) {
+		if text == "" {
+			return text, nil
 		}
-		if res.Blocked {
-			return it, recErr(ClassBlockedByPolicy, "defense", "blocked by policy: %s", strings.Join(res.BlockedLabels, ", "))
-		}
+		res, audit, cerr := p.deps.Gate.Check(ev.Key, text, policy)
 		for _, a := range audit {
 			it.audit = append(it.audit, store.AuditRow{Label: a.Label, Action: string(a.Action), Fingerprint: a.Fingerprint})
 		}
-		ev.Messages[i].Content = res.Text
-		msgs = append(msgs, chunk.Message{Index: dm.Index, Role: dm.Role, Name: dm.Name, Content: res.Text, Timestamp: dm.At})
+		if cerr != nil {
+			var be *defense.BlockedError
+			if errors.As(cerr, &be) {
+				return "", recErr(ClassBlockedByPolicy, "defense", "%v", cerr)
+			}
+			return "", recErr(ClassBlockedByPolicy, "defense", "defense check failed: %v", cerr)
+		}
+		if res.Blocked {
+			return "", recErr(ClassBlockedByPolicy, "defense", "blocked by policy: %s", strings.Join(res.BlockedLabels, ", "))
+		}
+		return res.Text, nil
+	}
+	msgs := make([]chunk.Message, 0, len(ev.Messages))
+	for i, dm := range ev.Messages {
+		text, rerr := check(dm.Content)
+		if rerr != nil {
+			return it, rerr
+		}
+		ev.Messages[i].Content = text
+		msgs = append(msgs, chunk.Message{Index: dm.Index, Role: dm.Role, Name: dm.Name, Content: text, Timestamp: dm.At})
+	}
+	// Context, tags and metadata values are stored with the document and
+	// every fact, so they pass the same gate as the messages.
+	var rerr *RecordError
+	if ev.Context, rerr = check(ev.Context); rerr != nil {
+		return it, rerr
+	}
+	for i, tag := range ev.Tags {
+		if ev.Tags[i], rerr = check(tag); rerr != nil {
+			return it, rerr
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(ev.Metadata)) {
+		if ev.Metadata[k], rerr = check(ev.Metadata[k]); rerr != nil {
+			return it, rerr
+		}
 	}
 	it.chunks = p.splitter.Split(msgs)
 	return it, nil
+}
+
+// recordBlockedAudit writes the audit rows of an event that goes to the
+// dead-letter topic instead of Postgres. Like the dead-letter count it is
+// best effort: the record itself is safe in the DLQ, and stalling the
+// partition on an audit write would be worse than a logged gap.
+func (p *Pipeline) recordBlockedAudit(it *item) {
+	if err := p.deps.Store.RecordAudit(p.ctx, it.ev.BankID, it.ev.Key, it.audit); err != nil {
+		p.log.Warn("could not record defense audit of a dead-lettered event", slog.String("bank", it.ev.BankID),
+			slog.String("event_id", it.ev.Key), slog.Any("error", err))
+	}
 }
 
 func (p *Pipeline) extractStage(in <-chan *item, out chan<- []*item) {

@@ -193,8 +193,9 @@ type RescanReport struct {
 	Invalidated int `json:"invalidated"`
 	// Reembedded counts facts whose embedding was recomputed.
 	Reembedded int `json:"reembedded"`
-	// AuditRows counts the audit rows upserted: one per event, label and
-	// fingerprint; an existing row only changes when its action did.
+	// AuditRows counts audit rows inserted or updated: there is one per
+	// event, label and fingerprint, and an existing row is only updated
+	// when its action changed.
 	AuditRows int `json:"audit_rows"`
 	// Conflicts counts rows that changed between read and write; run the
 	// rescan again to cover them.
@@ -394,10 +395,11 @@ func (s *Store) rescanBatch(ctx context.Context, gate DefenseGate, emb TextEmbed
 		if len(audit.bank) == 0 {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, qRescanAudit, audit.bank, audit.event, audit.label, audit.action, audit.fingerprint); err != nil {
+		tag, err := tx.Exec(ctx, qRescanAudit, audit.bank, audit.event, audit.label, audit.action, audit.fingerprint)
+		if err != nil {
 			return fmt.Errorf("defense audit: %w", err)
 		}
-		audits = len(audit.bank)
+		audits = int(tag.RowsAffected())
 		return nil
 	})
 	if err != nil {
@@ -408,6 +410,21 @@ func (s *Store) rescanBatch(ctx context.Context, gate DefenseGate, emb TextEmbed
 	rep.Reembedded += reembedded
 	rep.Conflicts += conflicts
 	rep.AuditRows += audits
+	return nil
+}
+
+// RecordAudit writes the audit rows of one event outside PersistBatch:
+// the pipeline calls it for an event the defense policy blocked, which is
+// dead-lettered and never persisted. Replays insert nothing twice.
+func (s *Store) RecordAudit(ctx context.Context, bankID, eventKey string, rows []AuditRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	ev := &EventRecord{BankID: bankID, EventKey: eventKey, Audit: rows}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return insertAudit(ctx, tx, []*EventRecord{ev}) })
+	if err != nil {
+		return fmt.Errorf("record audit bank %s event %s: %w", bankID, eventKey, err)
+	}
 	return nil
 }
 
