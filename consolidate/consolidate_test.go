@@ -19,6 +19,7 @@ import (
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/lexical"
+	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/store"
 )
 
@@ -476,5 +477,52 @@ func TestApplyTwiceIsANoOp(t *testing.T) {
 	}
 	if n := e.count(`SELECT count(*) FROM observation_history`); n != 1 {
 		t.Errorf("history rows = %d", n)
+	}
+}
+
+// After a knowledge update the past stays answerable: the observation says
+// Shanghai, and recall anchored a year after the Beijing statements finds
+// them for "last year".
+func TestOldCityStaysRecallable(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.persist("alice",
+		fact{text: "Alice lives in Beijing", at: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)},
+		fact{text: "Alice still lives in Beijing with her cat", at: time.Date(2025, 6, 1, 9, 0, 0, 0, time.UTC)},
+		fact{text: "Alice moved to Shanghai", at: time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)},
+	)
+	e.drain(e.worker(consolidate.Deps{}, consolidate.Config{}), "alice")
+	rec, err := recall.New(e.st.Pool(), e.emb, recall.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := rec.Recall(context.Background(), recall.Request{BankID: "alice", Query: "Where did Alice live last year?",
+		QueryTime: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top []string
+	for i, r := range resp.Results {
+		if i < 3 {
+			top = append(top, r.Text)
+		}
+	}
+	if len(top) == 0 || !strings.Contains(strings.Join(top, "|"), "Beijing") {
+		t.Fatalf("top results for last year = %q", top)
+	}
+	if !strings.Contains(top[0], "Beijing") {
+		t.Fatalf("Beijing evidence is not first for last year: %q", top)
+	}
+	// The updated observation holds from the move on; the Beijing
+	// evidence stays attached.
+	var start time.Time
+	var ev int
+	if err := e.st.Pool().QueryRow(context.Background(), `SELECT occurred_start,
+		(SELECT count(*) FROM observation_evidence WHERE observation_id = m.id)
+		FROM memory_units m WHERE bank_id = 'alice' AND fact_type = 'observation' AND state = 'valid'`).Scan(&start, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if !start.Equal(time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)) || ev != 3 {
+		t.Fatalf("observation occurred_start %s, evidence %d", start, ev)
 	}
 }

@@ -187,8 +187,18 @@ const (
 	// proof_count is recounted, never incremented, so a replay cannot
 	// count a piece of evidence twice.
 	qObsEvidenceTimes = `SELECT COALESCE(array_agg(evidence_at ORDER BY evidence_at), '{}') FROM observation_evidence WHERE observation_id = $1`
-	qObsStats         = `UPDATE memory_units SET proof_count = $2, trend = $3,
-			occurred_start = (SELECT min(evidence_at) FROM observation_evidence WHERE observation_id = $1),
+	// The observation's occurred range is when its current text holds:
+	// from the evidence of its latest text update (or its first evidence)
+	// to its newest evidence. Evidence of a replaced value stays attached
+	// but must not make "Alice moved to Shanghai" look true in the years
+	// she lived in Beijing, or temporal recall would answer with it.
+	qObsStats = `WITH since AS (
+			SELECT max(e2.evidence_at) AS t FROM observation_history h
+			JOIN observation_evidence e2 ON e2.observation_id = h.observation_id AND e2.memory_id = ANY (h.memory_ids)
+			WHERE h.observation_id = $1 AND h.action = 'update')
+		UPDATE memory_units SET proof_count = $2, trend = $3,
+			occurred_start = (SELECT min(ev.evidence_at) FROM observation_evidence ev, since
+				WHERE ev.observation_id = $1 AND (since.t IS NULL OR ev.evidence_at >= since.t)),
 			occurred_end = (SELECT max(evidence_at) FROM observation_evidence WHERE observation_id = $1)
 		WHERE id = $1`
 	qObsNearDuplicates = `SELECT m.id, m.proof_count, m.created_at FROM memory_units m
