@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -22,9 +24,13 @@ import (
 // chunks stored earlier still hold what the new policy would remove.
 //
 // Each stored text kind is a rescan target. Every list query returns the
-// same six text columns, so one loop serves them all:
+// same four text columns, then the target's fields, so one loop serves
+// them all:
 //
-//	key, key2, event_key, state, field1, field2
+//	key, key2, event_key, state, field...
+//
+// A field is plain text, or JSON (tags as a JSON array, metadata as an
+// object) whose string values are checked one by one.
 //
 // Rows are streamed from one read-only query per target and written back in
 // batches, one transaction per batch. Updates compare the old value, so a
@@ -32,13 +38,13 @@ import (
 // skipped and reported as a conflict instead of being overwritten with a
 // redaction of stale text; a second run picks it up.
 const (
-	qRescanUnits = `SELECT id::text, '', COALESCE(source_event_id, ''), state, text, context
+	qRescanUnits = `SELECT id::text, '', COALESCE(source_event_id, ''), state, text, context, to_jsonb(tags)::text, metadata::text
 		FROM memory_units WHERE bank_id = $1 ORDER BY id`
-	qRescanChunks = `SELECT id::text, '', event_key, '', text, ''
+	qRescanChunks = `SELECT id::text, '', event_key, '', text
 		FROM chunks WHERE bank_id = $1 ORDER BY id`
-	qRescanDocuments = `SELECT id, '', '', '', context, ''
+	qRescanDocuments = `SELECT id, '', '', '', context, to_jsonb(tags)::text, metadata::text
 		FROM documents WHERE bank_id = $1 ORDER BY id`
-	qRescanEvidence = `SELECT e.observation_id::text, e.memory_id::text, COALESCE(m.source_event_id, ''), '', e.quote, ''
+	qRescanEvidence = `SELECT e.observation_id::text, e.memory_id::text, COALESCE(m.source_event_id, ''), '', e.quote
 		FROM observation_evidence e
 		JOIN memory_units o ON o.id = e.observation_id
 		LEFT JOIN memory_units m ON m.id = e.memory_id
@@ -46,25 +52,28 @@ const (
 	qRescanObsHistory = `SELECT h.id::text, '', '', '', COALESCE(h.old_text, ''), COALESCE(h.new_text, '')
 		FROM observation_history h JOIN memory_units o ON o.id = h.observation_id
 		WHERE o.bank_id = $1 ORDER BY h.id`
-	qRescanMentalModels = `SELECT id::text, '', '', '', content, ''
+	qRescanMentalModels = `SELECT id::text, '', '', '', content
 		FROM mental_models WHERE bank_id = $1 ORDER BY id`
-	qRescanMMHistory = `SELECT h.id::text, '', '', '', h.content, ''
+	qRescanMMHistory = `SELECT h.id::text, '', '', '', h.content
 		FROM mental_model_history h JOIN mental_models mm ON mm.id = h.mental_model_id
 		WHERE mm.bank_id = $1 ORDER BY h.id`
 
 	// The embedding and search_aux only follow the text: a change confined
-	// to context passes NULL and keeps them. A fact is only invalidated
-	// when it is still valid, so an earlier reason is not overwritten.
+	// to other fields passes NULL and keeps them. A fact is only
+	// invalidated when it is still valid, so an earlier reason is not
+	// overwritten.
 	qRescanUpdateUnit = `UPDATE memory_units SET text = $2, context = $3,
-			embedding = COALESCE($4, embedding), search_aux = COALESCE($5, search_aux),
-			state = CASE WHEN $6 AND state = 'valid' THEN 'invalidated' ELSE state END,
-			invalid_reason = CASE WHEN $6 AND state = 'valid' THEN $7 ELSE invalid_reason END,
+			tags = ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), metadata = $5::jsonb,
+			embedding = COALESCE($6, embedding), search_aux = COALESCE($7, search_aux),
+			state = CASE WHEN $8 AND state = 'valid' THEN 'invalidated' ELSE state END,
+			invalid_reason = CASE WHEN $8 AND state = 'valid' THEN $9 ELSE invalid_reason END,
 			updated_at = now()
-		WHERE id = $1::uuid AND text = $8 AND context = $9`
+		WHERE id = $1::uuid AND text = $10 AND context = $11 AND to_jsonb(tags) = $12::jsonb AND metadata = $13::jsonb`
 	qRescanUpdateChunk = `UPDATE chunks SET text = $2, content_hash = sha256(convert_to($2, 'UTF8'))
 		WHERE id = $1::uuid AND text = $3`
-	qRescanUpdateDocument = `UPDATE documents SET context = $3, updated_at = now()
-		WHERE bank_id = $1 AND id = $2 AND context = $4`
+	qRescanUpdateDocument = `UPDATE documents SET context = $3,
+			tags = ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), metadata = $5::jsonb, updated_at = now()
+		WHERE bank_id = $1 AND id = $2 AND context = $6 AND to_jsonb(tags) = $7::jsonb AND metadata = $8::jsonb`
 	qRescanUpdateEvidence = `UPDATE observation_evidence SET quote = $3
 		WHERE observation_id = $1::uuid AND memory_id = $2::uuid AND quote = $4`
 	qRescanUpdateObsHistory = `UPDATE observation_history
@@ -107,22 +116,36 @@ const (
 	RescanTargetMMHistory    = "mental_model_history"
 )
 
+// fieldKind says how a field's text is checked.
+type fieldKind int
+
+const (
+	fieldText fieldKind = iota // plain text
+	fieldJSON                  // JSON whose string values are checked
+)
+
 type rescanTarget struct {
 	name   string
 	list   string
 	update string
+	fields []fieldKind
 }
+
+var (
+	oneText  = []fieldKind{fieldText}
+	twoTexts = []fieldKind{fieldText, fieldText}
+)
 
 // rescanTargets is ordered so facts come first: they are what recall
 // returns, so an interrupted run has fixed the most visible rows.
 var rescanTargets = []rescanTarget{
-	{RescanTargetUnits, qRescanUnits, qRescanUpdateUnit},
-	{RescanTargetChunks, qRescanChunks, qRescanUpdateChunk},
-	{RescanTargetEvidence, qRescanEvidence, qRescanUpdateEvidence},
-	{RescanTargetObsHistory, qRescanObsHistory, qRescanUpdateObsHistory},
-	{RescanTargetMentalModels, qRescanMentalModels, qRescanUpdateMentalModel},
-	{RescanTargetMMHistory, qRescanMMHistory, qRescanUpdateMMHistory},
-	{RescanTargetDocuments, qRescanDocuments, qRescanUpdateDocument},
+	{RescanTargetUnits, qRescanUnits, qRescanUpdateUnit, []fieldKind{fieldText, fieldText, fieldJSON, fieldJSON}},
+	{RescanTargetChunks, qRescanChunks, qRescanUpdateChunk, oneText},
+	{RescanTargetEvidence, qRescanEvidence, qRescanUpdateEvidence, oneText},
+	{RescanTargetObsHistory, qRescanObsHistory, qRescanUpdateObsHistory, twoTexts},
+	{RescanTargetMentalModels, qRescanMentalModels, qRescanUpdateMentalModel, oneText},
+	{RescanTargetMMHistory, qRescanMMHistory, qRescanUpdateMMHistory, oneText},
+	{RescanTargetDocuments, qRescanDocuments, qRescanUpdateDocument, []fieldKind{fieldText, fieldJSON, fieldJSON}},
 }
 
 // DefenseGate is the defense check the rescan applies; *defense.Gate
@@ -205,13 +228,13 @@ type RescanReport struct {
 // rescanRow is one row of any target, as the list queries return it.
 type rescanRow struct {
 	key, key2, eventKey, state string
-	fields                     [2]string
+	fields                     []string
 }
 
 // rescanChange is the outcome of checking one row.
 type rescanChange struct {
 	row     rescanRow
-	out     [2]string
+	out     []string
 	changed bool
 	blocked []string // labels that block it (facts only act on this)
 }
@@ -272,8 +295,12 @@ func (s *Store) rescanTarget(ctx context.Context, gate DefenseGate, emb TextEmbe
 		return err
 	}
 	for rows.Next() {
-		var r rescanRow
-		if err := rows.Scan(&r.key, &r.key2, &r.eventKey, &r.state, &r.fields[0], &r.fields[1]); err != nil {
+		r := rescanRow{fields: make([]string, len(t.fields))}
+		dest := []any{&r.key, &r.key2, &r.eventKey, &r.state}
+		for i := range r.fields {
+			dest = append(dest, &r.fields[i])
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
 		batch = append(batch, r)
@@ -302,17 +329,17 @@ func (s *Store) rescanBatch(ctx context.Context, gate DefenseGate, emb TextEmbed
 	changes := make([]rescanChange, 0, len(batch))
 	var audit rescanAudit
 	for _, r := range batch {
-		c := rescanChange{row: r, out: r.fields}
+		c := rescanChange{row: r, out: slices.Clone(r.fields)}
 		ek := auditKey(t, r)
 		var rows []AuditRow
-		for i, text := range r.fields {
+		check := func(text string) (string, error) {
 			if text == "" {
-				continue
+				return text, nil
 			}
 			res, recs, err := gate.Check(ek, text, cfg.Policy)
 			var be *defense.BlockedError
 			if err != nil && !errors.As(err, &be) {
-				return err
+				return "", err
 			}
 			// Blocked findings are masked in res.Text too: a blocked fact
 			// is invalidated *and* redacted, so the value leaves the table.
@@ -324,8 +351,15 @@ func (s *Store) rescanBatch(ctx context.Context, gate DefenseGate, emb TextEmbed
 				rep.Actions[string(a.Action)]++
 				rows = append(rows, AuditRow{Label: a.Label, Action: string(a.Action), Fingerprint: a.Fingerprint})
 			}
-			if res.Text != text {
-				c.out[i] = res.Text
+			return res.Text, nil
+		}
+		for i, text := range r.fields {
+			out, changed, err := checkField(t.fields[i], text, check)
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", t.name, r.key, err)
+			}
+			if changed {
+				c.out[i] = out
 				c.changed = true
 			}
 		}
@@ -532,16 +566,72 @@ func queueRescanUpdate(b *pgx.Batch, t rescanTarget, bankID string, c rescanChan
 		if block {
 			reason = "blocked_by_policy: " + strings.Join(c.blocked, ", ")
 		}
-		b.Queue(t.update, r.key, c.out[0], c.out[1], vec, sa, block, reason, r.fields[0], r.fields[1])
+		b.Queue(t.update, r.key, c.out[0], c.out[1], c.out[2], c.out[3], vec, sa, block, reason,
+			r.fields[0], r.fields[1], r.fields[2], r.fields[3])
 	case RescanTargetChunks, RescanTargetMentalModels, RescanTargetMMHistory:
 		b.Queue(t.update, r.key, c.out[0], r.fields[0])
 	case RescanTargetDocuments:
-		b.Queue(t.update, bankID, r.key, c.out[0], r.fields[0])
+		b.Queue(t.update, bankID, r.key, c.out[0], c.out[1], c.out[2], r.fields[0], r.fields[1], r.fields[2])
 	case RescanTargetEvidence:
 		b.Queue(t.update, r.key, r.key2, c.out[0], r.fields[0])
 	case RescanTargetObsHistory:
 		b.Queue(t.update, r.key, c.out[0], c.out[1], r.fields[0], r.fields[1])
 	}
+}
+
+// checkField applies check to a field: to the whole text, or to every
+// string inside a JSON value (tags, metadata). JSON is only re-encoded
+// when a string in it changed.
+func checkField(kind fieldKind, text string, check func(string) (string, error)) (string, bool, error) {
+	if kind == fieldText {
+		out, err := check(text)
+		return out, err == nil && out != text, err
+	}
+	if text == "" {
+		return text, false, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber() // keep numbers exactly as stored
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "", false, fmt.Errorf("decode json field: %w", err)
+	}
+	changed := false
+	var walk func(any) (any, error)
+	walk = func(x any) (any, error) {
+		switch x := x.(type) {
+		case string:
+			out, err := check(x)
+			if out != x {
+				changed = true
+			}
+			return out, err
+		case []any:
+			for i := range x {
+				var err error
+				if x[i], err = walk(x[i]); err != nil {
+					return nil, err
+				}
+			}
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				var err error
+				if x[k], err = walk(x[k]); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return x, nil
+	}
+	v, err := walk(v)
+	if err != nil || !changed {
+		return text, false, err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", false, fmt.Errorf("encode json field: %w", err)
+	}
+	return string(b), true, nil
 }
 
 func mergeLabels(have, add []string) []string {

@@ -98,14 +98,18 @@ func newRescanFixture(t *testing.T) *rescanFixture {
 		return store.FactRow{ID: id, FactType: "world", Text: text, Context: context, Embedding: v,
 			SearchAux: lexical.Aux(text, []string{"Alice"}), MentionedAt: at, IdemKey: idem, EntityIDs: []store.UUID{ent}}
 	}
+	ctxFact := fact(fx.ctxFact, "e1#f1", "Alice uses the AWS console", "key id "+fx.aws, vecs[1])
+	ctxFact.Tags = []string{"ops", "key:" + fx.aws}
+	ctxFact.Metadata = map[string]string{"speaker": "Alice", "pasted": "the id is " + fx.aws}
 	ev := store.EventRecord{
 		BankID: fx.bank, EventKey: "e1", DocumentID: "d1", Context: "ops chat, key id " + fx.aws,
+		Tags: []string{"ops"}, Metadata: map[string]string{"ticket": "see " + fx.openai, "channel": "ops"},
 		Chunks: []store.ChunkRow{{ID: store.DeriveID(fx.bank, "e1", "c0"), Text: keyText + "\n" + pemText, StartedAt: at}},
 		Entities: []store.EntityRow{{ID: ent, Name: "Alice", Kind: "person", Seen: at, Mentions: 4,
 			Aliases: []store.AliasRow{{Key: "alice", Alias: "Alice"}, {Key: "ali", Alias: "Ali"}}}},
 		Facts: []store.FactRow{
 			fact(fx.keyFact, "e1#f0", keyText, "", vecs[0]),
-			fact(fx.ctxFact, "e1#f1", "Alice uses the AWS console", "key id "+fx.aws, vecs[1]),
+			ctxFact,
 			fact(fx.pemFact, "e1#f2", pemText, "", vecs[2]),
 			fact(fx.cleanFact, "e1#f3", cleanText, "", vecs[3]),
 		},
@@ -145,9 +149,9 @@ func (fx *rescanFixture) dump(t *testing.T) string {
 	t.Helper()
 	var out []string
 	rows, err := fx.st.Pool().Query(context.Background(), `
-		SELECT concat_ws('|', id, text, context, embedding::text, search_aux, search_tsv::text, state, invalid_reason) FROM memory_units
+		SELECT concat_ws('|', id, text, context, array_to_string(tags, ','), metadata, embedding::text, search_aux, search_tsv::text, state, invalid_reason) FROM memory_units
 		UNION ALL SELECT concat_ws('|', id, text, encode(content_hash, 'hex')) FROM chunks
-		UNION ALL SELECT concat_ws('|', id, context) FROM documents
+		UNION ALL SELECT concat_ws('|', id, context, array_to_string(tags, ','), metadata) FROM documents
 		UNION ALL SELECT concat_ws('|', observation_id, quote) FROM observation_evidence
 		UNION ALL SELECT concat_ws('|', id, old_text, new_text) FROM observation_history
 		UNION ALL SELECT concat_ws('|', id, content) FROM mental_models
@@ -257,7 +261,7 @@ func TestRescanDefenseRedactsInvalidatesAndReembeds(t *testing.T) {
 			t.Errorf("dry run: %s would change %d rows, want %d (report %+v)", tgt, dry.Changed[tgt], n, dry)
 		}
 	}
-	if dry.Invalidated != 1 || dry.Findings["private_key_block"] != 2 || dry.Findings["aws_access_key_id"] != 3 || dry.Actions["block"] != 2 {
+	if dry.Invalidated != 1 || dry.Findings["private_key_block"] != 2 || dry.Findings["aws_access_key_id"] != 5 || dry.Actions["block"] != 2 {
 		t.Errorf("dry run counts: %+v", dry)
 	}
 	if dry.Scanned[store.RescanTargetUnits] != 5 || dry.Reembedded != 0 || dry.AuditRows != 0 {
@@ -305,11 +309,22 @@ func TestRescanDefenseRedactsInvalidatesAndReembeds(t *testing.T) {
 	if keyAux != lexical.Aux(text, []string{"Alice", "Ali"}) {
 		t.Errorf("search_aux %q not rebuilt from redacted text and entity names", keyAux)
 	}
-	// Context-only change: the context is redacted, the embedding (of the
-	// unchanged text) and search_aux stay.
+	// Context, tags and metadata change, the text does not: those fields
+	// are redacted, the embedding (of the unchanged text) and search_aux
+	// stay.
+	marker := defense.RedactionMarker("aws_access_key_id")
 	_, ctxCtx, ctxEmbAfter, ctxAuxAfter, _, _ := fx.unit(t, fx.ctxFact)
-	if ctxCtx != "key id "+defense.RedactionMarker("aws_access_key_id") || ctxEmbAfter != ctxEmbBefore || ctxAuxAfter != ctxAuxBefore {
+	if ctxCtx != "key id "+marker || ctxEmbAfter != ctxEmbBefore || ctxAuxAfter != ctxAuxBefore {
 		t.Errorf("context-only fact: context %q, embedding kept %v, aux kept %v", ctxCtx, ctxEmbAfter == ctxEmbBefore, ctxAuxAfter == ctxAuxBefore)
+	}
+	var tags []string
+	var meta map[string]string
+	if err := fx.st.Pool().QueryRow(ctx, `SELECT tags, metadata FROM memory_units WHERE id = $1`, fx.ctxFact).Scan(&tags, &meta); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(tags, ",") != "ops,key:"+marker || meta["pasted"] != "the id is "+marker || meta["speaker"] != "Alice" {
+		// Values are not printed: on failure they may hold the secret.
+		t.Errorf("fact tags or metadata not redacted field by field (%d tags, %d metadata keys)", len(tags), len(meta))
 	}
 	_, _, _, _, pemState, pemReason := fx.unit(t, fx.pemFact)
 	if pemState != "invalidated" || pemReason != "blocked_by_policy: private_key_block" {
