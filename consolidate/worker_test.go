@@ -220,3 +220,57 @@ func TestMentalModelRefreshThroughRecall(t *testing.T) {
 		t.Fatalf("content = %q (want the preference observation first)", content)
 	}
 }
+
+// A worker stopped mid-job releases its job; the next worker takes it up
+// and finishes without doubling anything.
+func TestRunStoppedMidJobResumes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var facts []fact
+	for i, p := range paraphrases(6) {
+		facts = append(facts, fact{text: p, at: now.AddDate(0, 0, -i)})
+	}
+	facts = append(facts, fact{text: "Alice lives in Beijing", at: now.AddDate(-1, 0, 0)}, fact{text: "Alice moved to Shanghai", at: now})
+	e.persist("alice", facts...)
+	off, err := consolidate.NewOffline(consolidate.OfflineConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	adj := &cancelling{inner: off, n: 4, after: true, cancel: cancel}
+	w1 := e.worker(consolidate.Deps{Adjudicator: adj}, consolidate.Config{Workers: 1, PollInterval: 10 * time.Millisecond,
+		HousekeepingInterval: time.Hour, BatchSize: 3})
+	if err := w1.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The stopped job is released: available again, or retired when
+	// housekeeping already enqueued a fresh job for the bank. Either way
+	// exactly one job is waiting and none is held.
+	if n := e.count(`SELECT count(*) FROM jobs WHERE state = 'available' AND locked_by IS NULL`) +
+		100*e.count(`SELECT count(*) FROM jobs WHERE state = 'running'`); n != 1 {
+		var dump string
+		_ = e.st.Pool().QueryRow(context.Background(), `SELECT string_agg(format('%s %s %s %s', state, locked_by, last_error, attempts), '; ') FROM jobs`).Scan(&dump)
+		t.Fatalf("released jobs = %d: %s", n, dump)
+	}
+	pending := e.count(`SELECT count(*) FROM memory_units WHERE bank_id = 'alice' AND consolidated_at IS NULL AND fact_type <> 'observation'`)
+	if pending == 0 || pending == len(facts) {
+		t.Fatalf("pending after the stop = %d, want some done and some left", pending)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	w2 := e.worker(consolidate.Deps{}, consolidate.Config{Workers: 2, PollInterval: 10 * time.Millisecond, HousekeepingInterval: time.Hour})
+	done := make(chan error, 1)
+	go func() { done <- w2.Run(ctx2) }()
+	eventually(t, "the job to finish", func() bool { return e.count(`SELECT count(*) FROM jobs WHERE state <> 'done'`) == 0 })
+	cancel2()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	obs := valid(e.observations("alice"))
+	if len(obs) != 2 || obs[0].Evidence != 6 || obs[0].Proofs != 6 || obs[1].Text != "Alice moved to Shanghai" || obs[1].Evidence != 2 {
+		t.Fatalf("observations = %+v", obs)
+	}
+	if n := e.count(`SELECT count(*) FROM memory_units WHERE fact_type = 'observation'`); n != 2 {
+		t.Fatalf("observation rows = %d", n)
+	}
+}
