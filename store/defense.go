@@ -256,6 +256,10 @@ func (s *Store) RescanDefense(ctx context.Context, gate DefenseGate, emb TextEmb
 	if gate == nil || (emb == nil && !cfg.DryRun) {
 		return RescanReport{}, fmt.Errorf("rescan bank %s: gate and embedder are required", cfg.BankID)
 	}
+	// One connection streams the rows while others write the batches.
+	if n := s.pool.Config().MaxConns; n < 2 {
+		return RescanReport{}, fmt.Errorf("rescan bank %s: database.max_conns is %d; the rescan needs at least 2", cfg.BankID, n)
+	}
 	rep := RescanReport{
 		BankID: cfg.BankID, DryRun: cfg.DryRun,
 		Scanned: map[string]int{}, Changed: map[string]int{}, Findings: map[string]int{}, Actions: map[string]int{},
