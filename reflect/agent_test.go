@@ -1,6 +1,7 @@
 package reflect
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -603,5 +604,52 @@ func TestConfigValidation(t *testing.T) {
 		if _, err := New(d, c.cfg); err == nil || !strings.Contains(err.Error(), c.field) {
 			t.Errorf("%+v: error %v does not name %s", c.cfg, err, c.field)
 		}
+	}
+}
+
+func TestWallClockTimeoutStillAnswers(t *testing.T) {
+	t.Parallel()
+	f := &fakeLLM{t: t, script: func(i int, req openai.ChatCompletionRequest) step {
+		if len(req.Tools) == 0 {
+			return step{content: "Shanghai [" + obsID.String() + "]"}
+		}
+		return step{calls: [][2]string{{ToolObservations, args(map[string]any{"query": "alice"})}}}
+	}}
+	var mu sync.Mutex
+	toolTurns := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		mu.Lock()
+		hang := strings.Contains(string(body), `"tools"`) && toolTurns > 0
+		if strings.Contains(string(body), `"tools"`) {
+			toolTurns++
+		}
+		mu.Unlock()
+		if hang { // the model hangs on its second turn, until the client gives up
+			<-r.Context().Done()
+			return
+		}
+		f.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	oc := openai.DefaultConfig("k")
+	oc.BaseURL = srv.URL + "/v1"
+	rec, st := fixtureDeps()
+	r, err := New(Deps{Recaller: rec, Store: st, LLM: openai.NewClientWithConfig(oc)},
+		Config{Model: "m", Timeout: 600 * time.Millisecond, SynthesisTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	resp, err := r.Reflect(context.Background(), Request{BankID: "alice", Query: "Where does Alice live now?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("reflect took %s with a 600ms timeout", d)
+	}
+	if !resp.Trace.Forced || resp.Trace.StopReason != stopTimeout || !slices.Equal(resp.BasedOn.Observations, []string{obsID.String()}) {
+		t.Errorf("forced %v stop %q based on %+v text %q", resp.Trace.Forced, resp.Trace.StopReason, resp.BasedOn, resp.Text)
 	}
 }
