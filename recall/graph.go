@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
 
 	"github.com/memstream/memstream/lexical"
 	"github.com/memstream/memstream/resolve"
@@ -25,6 +26,8 @@ const (
 	// semanticSeedFacts is how many top semantic facts lend their
 	// entities and links to the graph.
 	semanticSeedFacts = 5
+	// seedEfSearch is the HNSW beam for finding them (pgvector's default).
+	seedEfSearch = 40
 )
 
 const (
@@ -41,8 +44,11 @@ const (
 	GROUP BY 1`
 
 	// qGraphExpand walks two hops. Seed entities are the named ones
-	// ($5/$6) and those of the top semantic facts ($7/$8, weighted by
-	// $10 times their similarity) that are mentioned at most $12 times:
+	// ($5/$6) and those of the $8 facts nearest to the query embedding $7
+	// (useeds, weighted by $10 times their similarity; none when $7 is
+	// null), found here rather than taken from the semantic arm so that
+	// the graph need not wait for it and its answer does not depend on
+	// which other arms were asked for, that are mentioned at most $12 times:
 	// that a similar fact mentions Seattle, named in a thousand facts,
 	// says nothing about which of them matter, the way a common word says
 	// nothing in full-text search. An entity seeded both ways keeps its
@@ -67,8 +73,12 @@ const (
 	// for the request's filters: each lookup is a random read, and they
 	// were most of the arm's time. Seed entities belong to the bank, so
 	// both hops stay inside it; the final filter drops invalidated facts.
-	qGraphExpand = `WITH useeds AS (
-		SELECT * FROM unnest($7::uuid[], $8::float8[]) AS u(id, score)),
+	qGraphExpand = `WITH useeds AS MATERIALIZED (
+		SELECT m.id, 1 - (m.embedding <=> $7::halfvec) AS score
+		FROM memory_units m
+		WHERE $7::halfvec IS NOT NULL AND ` + unitFilter + ` AND m.embedding IS NOT NULL
+		ORDER BY m.embedding <=> $7::halfvec
+		LIMIT $8),
 	seeds AS (
 		SELECT x.entity_id, max(x.w) AS w FROM (
 			SELECT * FROM unnest($5::uuid[], $6::float8[]) AS s(entity_id, w)
@@ -225,19 +235,46 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 				phrases = append(phrases, strings.ToLower(n.text))
 			}
 		}
-		rows, err := r.pool.Query(ctx, qGraphAliasSeeds, q.BankID, keys)
-		if err != nil {
-			return nil, "", fmt.Errorf("graph alias seeds: %w", err)
+		// Both look-ups in one round trip.
+		var b pgx.Batch
+		b.Queue(qGraphAliasSeeds, q.BankID, keys)
+		if len(phrases) > 0 {
+			b.Queue(qGraphNameSeeds, q.BankID, phrases)
 		}
+		br := r.pool.SendBatch(ctx, &b)
 		byKey := map[string][]uuid.UUID{}
-		var id uuid.UUID
-		var key string
-		_, err = pgx.ForEachRow(rows, []any{&id, &key}, func() error {
-			byKey[key] = append(byKey[key], id)
-			return nil
-		})
+		trigram := map[uuid.UUID]float64{}
+		err := func() error {
+			defer br.Close()
+			rows, err := br.Query()
+			if err != nil {
+				return fmt.Errorf("graph alias seeds: %w", err)
+			}
+			var id uuid.UUID
+			var key string
+			if _, err := pgx.ForEachRow(rows, []any{&id, &key}, func() error {
+				byKey[key] = append(byKey[key], id)
+				return nil
+			}); err != nil {
+				return fmt.Errorf("graph alias seeds: %w", err)
+			}
+			if len(phrases) == 0 {
+				return nil
+			}
+			if rows, err = br.Query(); err != nil {
+				return fmt.Errorf("graph name seeds: %w", err)
+			}
+			var sim float64
+			if _, err := pgx.ForEachRow(rows, []any{&id, &sim}, func() error {
+				trigram[id] = max(trigram[id], sim)
+				return nil
+			}); err != nil {
+				return fmt.Errorf("graph name seeds: %w", err)
+			}
+			return br.Close()
+		}()
 		if err != nil {
-			return nil, "", fmt.Errorf("graph alias seeds: %w", err)
+			return nil, "", err
 		}
 		// A surname or given-name key counts only for a span that named
 		// nobody in full: "Zhang Wei" must not also pull in every Zhang.
@@ -258,83 +295,43 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 				}
 			}
 		}
-		if len(phrases) > 0 {
-			rows, err := r.pool.Query(ctx, qGraphNameSeeds, q.BankID, phrases)
-			if err != nil {
-				return nil, "", fmt.Errorf("graph name seeds: %w", err)
-			}
-			var sim float64
-			_, err = pgx.ForEachRow(rows, []any{&id, &sim}, func() error {
-				bump(id, seedTrigram*sim)
-				return nil
-			})
-			if err != nil {
-				return nil, "", fmt.Errorf("graph name seeds: %w", err)
-			}
+		for id, sim := range trigram {
+			bump(id, seedTrigram*sim)
 		}
 	}
 
-	// The best semantic facts lend their entities and links: the query
-	// may describe someone without naming them. If the embedding failed
-	// the graph goes on with the named entities alone.
-	unitIDs, unitW, err := r.semanticSeeds(ctx, q)
-	if err != nil {
-		return nil, "", fmt.Errorf("graph semantic seeds: %w", err)
+	// The facts nearest to the query lend their entities and links: the
+	// query may describe someone without naming them. If the embedding
+	// failed the graph goes on with the named entities alone.
+	var vec any
+	if v, ok := q.optionalVector(ctx, r.cfg.ArmTimeout/2); ok {
+		vec = pgvector.NewHalfVector(v)
 	}
-
-	if len(seeds) == 0 && len(unitIDs) == 0 {
-		return nil, "no entity named and no semantic seed", nil
+	if len(seeds) == 0 && vec == nil {
+		return nil, "no entity named and no query embedding", nil
 	}
 	entIDs := make([]uuid.UUID, 0, len(seeds))
 	entW := make([]float64, 0, len(seeds))
 	for id, w := range seeds {
 		entIDs, entW = append(entIDs, id), append(entW, w)
 	}
-	args := append(q.filterArgs(), entIDs, entW, unitIDs, unitW, q.pool, seedSemantic, hop1PerEntity(q.pool), maxSeedMentions(q.pool))
-	rows, err := r.pool.Query(ctx, qGraphExpand, args...)
-	if err != nil {
-		return nil, "", fmt.Errorf("graph expand: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Candidate, error) {
+	args := append(q.filterArgs(), entIDs, entW, vec, semanticSeedFacts, q.pool, seedSemantic,
+		hop1PerEntity(q.pool), maxSeedMentions(q.pool))
+	// Five seeds need no wide beam: the server's default ef_search is
+	// plenty, and cheaper than the budget's.
+	var out []Candidate
+	err := r.hnswQuery(ctx, min(q.ef, seedEfSearch), qGraphExpand, args, func(rows pgx.Rows) error {
 		var c Candidate
-		err := row.Scan(&c.ID, &c.Score)
-		return c, err
+		if err := rows.Scan(&c.ID, &c.Score); err != nil {
+			return err
+		}
+		out = append(out, c)
+		return nil
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("graph expand: %w", err)
 	}
 	return out, "", nil
-}
-
-// semanticSeeds returns the top semantic facts for the graph. When the
-// semantic arm runs, its answer is reused instead of asking the HNSW index
-// twice; the graph waits for it at most half its time. Under ablation
-// (graph without semantic) it runs the same query itself, so the arm's
-// answer does not depend on which other arms were asked for.
-func (r *Recaller) semanticSeeds(ctx context.Context, q *query) ([]uuid.UUID, []float64, error) {
-	var top []Candidate
-	if q.semDone != nil {
-		wctx, cancel := context.WithTimeout(ctx, r.cfg.ArmTimeout/2)
-		defer cancel()
-		select {
-		case <-q.semDone:
-			top = q.semTop
-		case <-wctx.Done():
-		}
-	} else if vec, ok := q.optionalVector(ctx, r.cfg.ArmTimeout/2); ok {
-		var err error
-		top, err = r.semanticSearch(ctx, q, vec, semanticSeedFacts)
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	top = top[:min(len(top), semanticSeedFacts)]
-	ids := make([]uuid.UUID, len(top))
-	ws := make([]float64, len(top))
-	for i, c := range top {
-		ids[i], ws[i] = c.ID, c.Score
-	}
-	return ids, ws, nil
 }
 
 func hasCJKRune(s string) bool {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -90,5 +91,38 @@ func TestArmTimeoutIsCounted(t *testing.T) {
 	}
 	if got := counterValue(t, r.met.armFailures.WithLabelValues(ArmSemantic, outcomeTimeout)); got != 1 {
 		t.Errorf("semantic timeouts = %g, want 1", got)
+	}
+}
+
+// TestHNSWSettingsStayInTheBatch checks that hnswQuery's settings reach
+// the query, make it read-only, and do not outlive it on the pooled
+// connection.
+func TestHNSWSettingsStayInTheBatch(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, mainFacts(t)[:1])
+	r := fx.recaller(t, fx.emb, Config{})
+	ctx := context.Background()
+	var ef, ro string
+	err := r.hnswQuery(ctx, 123, `SELECT current_setting('hnsw.ef_search'), current_setting('transaction_read_only')`, nil,
+		func(rows pgx.Rows) error { return rows.Scan(&ef, &ro) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ef != "123" || ro != "on" {
+		t.Errorf("inside the batch: ef_search %q, read only %q; want 123, on", ef, ro)
+	}
+	err = r.hnswQuery(ctx, 50, `CREATE TABLE recall_must_not_write (x int)`, nil, func(pgx.Rows) error { return nil })
+	if err == nil {
+		t.Error("a write ran inside the read-only batch")
+	}
+	// Every pooled connection: none may keep the setting.
+	for range 8 {
+		var after string
+		if err := fx.pool.QueryRow(ctx, `SELECT coalesce(current_setting('hnsw.ef_search', true), '')`).Scan(&after); err != nil {
+			t.Fatal(err)
+		}
+		if after == "123" {
+			t.Fatalf("ef_search leaked to the pool: %q", after)
+		}
 	}
 }

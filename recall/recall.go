@@ -248,11 +248,6 @@ type query struct {
 	armSet   map[string]bool
 	tagsMode string
 
-	// semDone is closed when the semantic arm is done, semTop then holds
-	// its candidates; nil when the semantic arm is not selected.
-	semDone chan struct{}
-	semTop  []Candidate
-
 	embedDone chan struct{}
 	vec       []float32
 	embedErr  error
@@ -328,9 +323,6 @@ func (r *Recaller) prepare(req Request) (*query, error) {
 			return nil, &RequestError{Field: "arms", Message: fmt.Sprintf("%q is not semantic, keyword, graph or temporal", a)}
 		}
 		q.armSet[a] = true
-	}
-	if q.armSet[ArmSemantic] {
-		q.semDone = make(chan struct{})
 	}
 	if q.Types == nil {
 		q.Types = []string{}

@@ -31,7 +31,8 @@ const (
 	// relaxed_order lets the HNSW scan continue past ef_search until
 	// enough rows pass the filter; results may come slightly out of
 	// order, so the caller re-sorts by distance.
-	qSetEf       = `SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)`
+	qSetEf = `SELECT set_config('transaction_read_only', 'on', true),
+		set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)`
 	qSemanticArm = `SELECT m.id, 1 - (m.embedding <=> $5::halfvec) AS sim
 	FROM memory_units m
 	WHERE ` + unitFilter + ` AND m.embedding IS NOT NULL
@@ -44,32 +45,47 @@ func (q *query) filterArgs() []any {
 	return []any{q.BankID, q.Types, q.Tags, q.tagsMode}
 }
 
-// withHNSW runs fn in a read-only transaction with the budget's HNSW
-// settings. Read-only because recall must never write, and a transaction
-// because SET LOCAL needs one.
-func (r *Recaller) withHNSW(ctx context.Context, q *query, fn func(pgx.Tx) error) error {
-	return pgx.BeginTxFunc(ctx, r.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, qSetEf, strconv.Itoa(q.ef)); err != nil {
-			return fmt.Errorf("set hnsw options: %w", err)
+// hnswQuery runs sql with the budget's HNSW settings in one round trip.
+// The two statements go as one batch, which the server runs as one
+// implicit transaction: the set_config(…, true) values hold for the query
+// and end with it, so a pooled connection never keeps them, and the
+// transaction is read-only because recall must never write. A BEGIN/
+// COMMIT pair would cost two more round trips, each of which waits for a
+// CPU on a busy machine.
+func (r *Recaller) hnswQuery(ctx context.Context, ef int, sql string, args []any, each func(pgx.Rows) error) error {
+	var b pgx.Batch
+	b.Queue(qSetEf, strconv.Itoa(ef))
+	b.Queue(sql, args...)
+	br := r.pool.SendBatch(ctx, &b)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return fmt.Errorf("set hnsw options: %w", err)
+	}
+	rows, err := br.Query()
+	if err == nil {
+		for rows.Next() {
+			if err = each(rows); err != nil {
+				break
+			}
 		}
-		return fn(tx)
-	})
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
-// semantic returns the nearest facts to the query embedding, and hands
-// its best ones to the graph arm.
-func (r *Recaller) semantic(ctx context.Context, q *query) (out []Candidate, _ string, err error) {
-	defer func() {
-		if q.semDone != nil {
-			q.semTop = out
-			close(q.semDone)
-		}
-	}()
+// semantic returns the nearest facts to the query embedding.
+func (r *Recaller) semantic(ctx context.Context, q *query) ([]Candidate, string, error) {
 	vec, err := q.vector(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	out, err = r.semanticSearch(ctx, q, vec, q.pool)
+	out, err := r.semanticSearch(ctx, q, vec, q.pool)
 	if err != nil {
 		return nil, "", fmt.Errorf("semantic search: %w", err)
 	}
@@ -80,18 +96,14 @@ func (r *Recaller) semantic(ctx context.Context, q *query) (out []Candidate, _ s
 // filters, best first.
 func (r *Recaller) semanticSearch(ctx context.Context, q *query, vec []float32, limit int) ([]Candidate, error) {
 	var out []Candidate
-	err := r.withHNSW(ctx, q, func(tx pgx.Tx) error {
-		args := append(q.filterArgs(), pgvector.NewHalfVector(vec), limit)
-		rows, err := tx.Query(ctx, qSemanticArm, args...)
-		if err != nil {
+	args := append(q.filterArgs(), pgvector.NewHalfVector(vec), limit)
+	err := r.hnswQuery(ctx, q.ef, qSemanticArm, args, func(rows pgx.Rows) error {
+		var c Candidate
+		if err := rows.Scan(&c.ID, &c.Score); err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Candidate, error) {
-			var c Candidate
-			err := row.Scan(&c.ID, &c.Score)
-			return c, err
-		})
-		return err
+		out = append(out, c)
+		return nil
 	})
 	if err != nil {
 		return nil, err
