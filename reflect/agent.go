@@ -146,7 +146,7 @@ loop:
 				content = res
 			}
 			s.recordTool(name, tc.Function.Arguments, len(content), time.Since(t0))
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, Content: content, ToolCallID: tc.ID, Name: name})
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, Content: content, ToolCallID: tc.ID})
 		}
 		if stop == stopBudget {
 			break

@@ -605,6 +605,30 @@ func TestConfigValidation(t *testing.T) {
 			t.Errorf("%+v: error %v does not name %s", c.cfg, err, c.field)
 		}
 	}
+	// A nil client in the interface means offline, not a panic later.
+	var none *openai.Client
+	r, err := New(Deps{Recaller: rec, Store: st, LLM: none}, Config{})
+	if err != nil || r.deps.LLM != nil {
+		t.Errorf("typed-nil LLM: %v, llm %v", err, r.deps.LLM)
+	}
+	resp, err := r.Reflect(context.Background(), Request{BankID: "alice", Query: "Where does Alice live now?"})
+	if err != nil || !resp.Extractive || !strings.Contains(resp.Text, "Shanghai") {
+		t.Errorf("offline over the in-memory fixture: %+v %v", resp, err)
+	}
+	if _, err := r.Reflect(context.Background(), Request{BankID: "alice", Query: " "}); !isRequestError(err, "query") {
+		t.Errorf("empty query: %v", err)
+	}
+	if _, err := r.Reflect(context.Background(), Request{BankID: "alice", Query: "q", Budget: "max"}); !isRequestError(err, "budget") {
+		t.Errorf("bad budget: %v", err)
+	}
+	if _, err := r.Reflect(context.Background(), Request{BankID: "alice", Query: "q", Disposition: &Disposition{Empathy: 9}}); !isRequestError(err, "disposition.empathy") {
+		t.Errorf("bad disposition: %v", err)
+	}
+}
+
+func isRequestError(err error, field string) bool {
+	re, ok := err.(*RequestError)
+	return ok && re.Field == field
 }
 
 func TestWallClockTimeoutStillAnswers(t *testing.T) {

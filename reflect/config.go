@@ -83,7 +83,8 @@ type Config struct {
 	// SynthesisTimeout is reserved at the end of Timeout for the final
 	// answer call (default 15s, at most half of Timeout).
 	SynthesisTimeout time.Duration
-	// Temperature of the chat calls (default 0: reproducible answers).
+	// Temperature of the chat calls. Zero is not sent (the OpenAI wire
+	// format cannot tell it from unset), which leaves the server's default.
 	Temperature float32
 }
 
@@ -153,6 +154,11 @@ func New(deps Deps, cfg Config) (*Reflector, error) {
 	}
 	if deps.Store == nil {
 		return nil, errors.New("reflect: nil Store")
+	}
+	// A nil *openai.Client in the interface would pass a nil check and
+	// panic on first use; it means "no LLM configured".
+	if c, ok := deps.LLM.(*openai.Client); ok && c == nil {
+		deps.LLM = nil
 	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(deps.LLM != nil); err != nil {
