@@ -113,3 +113,20 @@ func TestExtractivePrefersCurrentEvidence(t *testing.T) {
 		t.Errorf("empty bank answer = %+v", empty)
 	}
 }
+
+func TestFirstSentences(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"Short.", 100, "Short."},
+		{"One.  Two is longer. Three goes past the limit for sure.", 25, "One. Two is longer."},
+		{"她住在上海。她以前住在北京，后来搬家了。", 30, "她住在上海。"},
+	} {
+		if got := firstSentences(c.in, c.n); got != c.want {
+			t.Errorf("firstSentences(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memstream/memstream/lexical"
 
@@ -274,7 +275,8 @@ func firstSentences(s string, n int) string {
 	if cut <= 0 {
 		return truncateToTokens(s, n/4)
 	}
-	return s[:cut+1]
+	_, size := utf8.DecodeRuneInString(s[cut:]) // 。 is three bytes
+	return s[:cut+size]
 }
 
 // structured fills Response.StructuredOutput per the request's schema:
