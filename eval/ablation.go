@@ -1,5 +1,11 @@
 package eval
 
+import (
+	"context"
+	"strings"
+	"time"
+)
+
 // Variant is one recall configuration of an ablation: the request fields
 // that differ from the baseline. Empty fields mean the server's defaults.
 type Variant struct {
@@ -9,6 +15,8 @@ type Variant struct {
 	Arms   []string
 	Fusion string
 	Types  []string
+	// Collapse wraps the recaller in Collapse (a client-side what-if).
+	Collapse bool
 }
 
 // RecallArms are the retrieval arms of memstream's recall, in the order
@@ -30,6 +38,35 @@ func AblationVariants() []Variant {
 		Variant{Name: "all arms, interleave", Fusion: "interleave"},
 		// Without observations: world and experience facts only.
 		Variant{Name: "no observations", Types: []string{"world", "experience"}},
+		Variant{Name: "what-if: identical texts collapsed", Collapse: true},
 	)
 	return vs
+}
+
+// Collapse wraps a Recaller and drops every result whose text, after
+// trimming and case folding, repeats a higher-ranked one. It is a what-if
+// for the ablation, not a fix: memstream stores small talk that recurs
+// across sessions ("Good to know!") as separate facts, and when recall
+// returns all copies they push the evidence out of the top ten. Running
+// the same questions through Collapse measures what collapsing them inside
+// recall would gain.
+type Collapse struct{ Inner Recaller }
+
+// Recall asks the inner recaller and keeps the first result of each text.
+func (c Collapse) Recall(ctx context.Context, bankID, query string, queryTime time.Time) ([]Retrieved, time.Duration, error) {
+	res, took, err := c.Inner.Recall(ctx, bankID, query, queryTime)
+	if err != nil {
+		return nil, took, err
+	}
+	seen := make(map[string]bool, len(res))
+	out := res[:0:0]
+	for _, r := range res {
+		k := strings.ToLower(strings.TrimSpace(r.Text))
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, r)
+	}
+	return out, took, nil
 }

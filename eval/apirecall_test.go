@@ -157,3 +157,29 @@ func TestAblationVariantsCoverEveryArm(t *testing.T) {
 		t.Error("no variant without observations")
 	}
 }
+
+type fixedRecaller []Retrieved
+
+func (f fixedRecaller) Recall(context.Context, string, string, time.Time) ([]Retrieved, time.Duration, error) {
+	return append([]Retrieved(nil), f...), time.Millisecond, nil
+}
+
+func TestCollapseKeepsTheFirstOfEachText(t *testing.T) {
+	in := fixedRecaller{
+		{ID: "1", Text: "Good to know!", SessionID: "s1", TurnIndex: 3},
+		{ID: "2", Text: " good to know! ", SessionID: "s2", TurnIndex: 5},
+		{ID: "3", Text: "I moved to Fremont.", SessionID: "s3", TurnIndex: 1},
+		{ID: "4", Text: "Good to know!", SessionID: "s4", TurnIndex: 7},
+	}
+	got, took, err := Collapse{in}.Recall(context.Background(), "b", "q", time.Time{})
+	if err != nil || took != time.Millisecond {
+		t.Fatalf("Recall: %v, %v", took, err)
+	}
+	var ids []string
+	for _, r := range got {
+		ids = append(ids, r.ID)
+	}
+	if !slices.Equal(ids, []string{"1", "3"}) {
+		t.Errorf("kept %v, want [1 3]", ids)
+	}
+}

@@ -371,7 +371,9 @@ func runEval(ctx context.Context, opts evalRunOptions, stdout, stderr io.Writer)
 			}
 			out.Ablation = append(out.Ablation, evalArm{Name: v.Name, Report: rep})
 		}
-		out.Notes = append(out.Notes, "rerank: memstream's recall has no reranker yet, so the ablation has no with/without-rerank row.")
+		out.Notes = append(out.Notes,
+			"rerank: memstream's recall has no reranker yet, so the ablation has no with/without-rerank row.",
+			"what-if: the \"identical texts collapsed\" row is not a recall setting; the runner drops results whose text repeats a higher-ranked one before scoring, to measure what collapsing duplicates inside recall would gain.")
 		fmt.Fprintln(stdout)
 		fmt.Fprint(stdout, ablationMarkdown(out.Ablation))
 	}
@@ -412,7 +414,11 @@ func evalPass(ctx context.Context, d *eval.Dataset, opts evalRunOptions, base st
 	if err != nil {
 		return eval.Report{}, nil, err
 	}
-	rec := eval.NewRecorder(r)
+	var inner eval.Recaller = r
+	if v.Collapse {
+		inner = eval.Collapse{Inner: r}
+	}
+	rec := eval.NewRecorder(inner)
 	rep, err := eval.Run(ctx, d, rec, eval.RunOptions{Name: v.Name, TokenBudget: opts.MaxTokens, Concurrency: opts.Concurrency})
 	return rep, rec, err
 }
