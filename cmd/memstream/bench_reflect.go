@@ -47,6 +47,10 @@ const (
 	FROM unnest($2::text[]) WITH ORDINALITY AS q(query, n)`
 )
 
+// benchReflectNow is the bench bank's "now": fixed, so that relative
+// dates and staleness mean the same in every run.
+var benchReflectNow = time.Date(2025, 6, 11, 12, 0, 0, 0, time.UTC)
+
 // benchReflectResult is the JSON line of `memstream bench reflect`.
 type benchReflectResult struct {
 	Bench        string  `json:"bench"`
@@ -160,7 +164,7 @@ func benchReflect(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	t0 := time.Now()
 	bank, err := recall.LoadBenchBank(ctx, st.Pool(), emb, recall.BenchBankConfig{
-		BankID: fmt.Sprintf("bench-%d", *facts), Facts: *facts, Queries: *queries, Seed: *seed, Now: benchRecallNow}, progress)
+		BankID: fmt.Sprintf("bench-%d", *facts), Facts: *facts, Queries: *queries, Seed: *seed, Now: benchReflectNow}, progress)
 	if err != nil {
 		return err
 	}
@@ -174,7 +178,7 @@ func benchReflect(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	for i, q := range bank.Queries {
 		questions[i] = q.Query
 	}
-	tag, err = st.Pool().Exec(ctx, qBenchMentalModels, bank.BankID, questions[:*models], benchRecallNow.AddDate(0, 0, -7))
+	tag, err = st.Pool().Exec(ctx, qBenchMentalModels, bank.BankID, questions[:*models], benchReflectNow.AddDate(0, 0, -7))
 	if err != nil {
 		return fmt.Errorf("bench reflect: add mental models: %w", err)
 	}
@@ -194,7 +198,7 @@ func benchReflect(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	now := benchRecallNow
+	now := benchReflectNow
 
 	// The two are interleaved, question by question, alternating which
 	// goes first, so that neither gains from a warmer cache or a quieter
