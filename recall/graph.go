@@ -46,28 +46,33 @@ const (
 	// qGraphExpand walks two hops. Seed entities are the named ones
 	// ($5/$6) and those of the $8 facts nearest to the query embedding $7
 	// (useeds, weighted by $10 times their similarity; none when $7 is
-	// null), found here rather than taken from the semantic arm so that
-	// the graph need not wait for it and its answer does not depend on
-	// which other arms were asked for, that are mentioned at most $12 times:
-	// that a similar fact mentions Seattle, named in a thousand facts,
-	// says nothing about which of them matter, the way a common word says
-	// nothing in full-text search. An entity seeded both ways keeps its
-	// best weight.
+	// null) that are mentioned at most $12 times: that a similar fact
+	// mentions Seattle, named in a thousand facts, says nothing about
+	// which of them matter, the way a common word says nothing in
+	// full-text search. An entity seeded both ways keeps its best weight.
+	// The nearest facts are found here rather than taken from the
+	// semantic arm, so the graph need not wait for it and its answer does
+	// not depend on which other arms were asked for.
 	//
 	// Hop 1: facts that mention a seed entity, scored by the summed
 	// weights of the seeds they mention (a fact naming both people asked
-	// about beats one naming either). Each entity lends at most $11 facts,
-	// the most recently stored first: unit_entities rows are only ever
-	// inserted, so their ctid order is ingest order, and sorting by it
-	// reads no memory_units row. Without the cap, a city or a spouse
-	// mentioned by thousands of facts would make every recall aggregate
-	// all of them.
+	// about beats one naming either). Each entity lends at most $11
+	// facts, so that a city or a spouse mentioned by thousands of facts
+	// cannot make every recall aggregate all of them. For an entity the
+	// query names, those are its most recently stored facts:
+	// unit_entities rows are only ever inserted, so ctid order is ingest
+	// order, and sorting by it reads no memory_units row, but it does
+	// read every unit_entities row of the entity. The weaker entities of
+	// semantic seed facts (at most $12 mentions) lend the first $11 rows
+	// of the index instead, which costs $11 reads however the entity
+	// grows. The ctid (t) also breaks ties between equal scores later,
+	// newest first.
 	//
-	// Hop 2: facts linked to the best $9 hop-1 facts (newest first among
-	// equals) or to the semantic seed facts, scored by the parent's score
-	// times the link weight, damped by link type: causal links carry the
-	// most meaning, entity and temporal links the least (entity links
-	// repeat hop 1, temporal ones are only nearness).
+	// Hop 2: facts linked to the best $9 hop-1 facts or to the nearest
+	// facts, scored by the parent's score times the link weight, damped
+	// by link type: causal links carry the most meaning, entity and
+	// temporal links the least (entity links repeat hop 1, temporal ones
+	// are only nearness).
 	//
 	// Only the best 2·$9 facts of both hops are looked up in memory_units
 	// for the request's filters: each lookup is a random read, and they
@@ -80,21 +85,23 @@ const (
 		ORDER BY m.embedding <=> $7::halfvec
 		LIMIT $8),
 	seeds AS (
-		SELECT x.entity_id, max(x.w) AS w FROM (
-			SELECT * FROM unnest($5::uuid[], $6::float8[]) AS s(entity_id, w)
+		SELECT x.entity_id, max(x.w) AS w, bool_or(x.named) AS named FROM (
+			SELECT s.entity_id, s.w, true AS named FROM unnest($5::uuid[], $6::float8[]) AS s(entity_id, w)
 			UNION ALL
-			SELECT ue.entity_id, $10 * u.score FROM useeds u JOIN unit_entities ue ON ue.unit_id = u.id
+			SELECT ue.entity_id, $10 * u.score, false FROM useeds u JOIN unit_entities ue ON ue.unit_id = u.id
 			JOIN entities e ON e.id = ue.entity_id WHERE e.mention_count <= $12) x
 		GROUP BY x.entity_id),
 	hop1 AS (
-		SELECT f.unit_id AS id, sum(s.w) AS score, min(f.rn) AS rn
+		SELECT f.unit_id AS id, sum(s.w) AS score, max(f.t) AS t
 		FROM seeds s CROSS JOIN LATERAL (
-			SELECT ue.unit_id, row_number() OVER (ORDER BY ue.ctid DESC) AS rn
-			FROM unit_entities ue WHERE ue.entity_id = s.entity_id
-			ORDER BY ue.ctid DESC LIMIT $11) f
+			(SELECT ue.unit_id, ue.ctid AS t FROM unit_entities ue
+			 WHERE s.named AND ue.entity_id = s.entity_id ORDER BY ue.ctid DESC LIMIT $11)
+			UNION ALL
+			(SELECT ue.unit_id, ue.ctid FROM unit_entities ue
+			 WHERE NOT s.named AND ue.entity_id = s.entity_id LIMIT $11)) f
 		GROUP BY f.unit_id),
 	starts AS (
-		(SELECT h.id, h.score FROM hop1 h ORDER BY h.score DESC, h.rn LIMIT $9)
+		(SELECT h.id, h.score FROM hop1 h ORDER BY h.score DESC, h.t DESC LIMIT $9)
 		UNION ALL
 		SELECT * FROM useeds),
 	hop2 AS (
@@ -107,10 +114,10 @@ const (
 			SELECT l.from_id, l.weight, l.link_type FROM memory_links l WHERE l.to_id = st.id) n
 		GROUP BY n.id),
 	scored AS (
-		SELECT id, sum(score) AS score, min(rn) AS rn
+		SELECT id, sum(score) AS score, max(t) AS t
 		FROM (SELECT * FROM hop1 UNION ALL SELECT id, score, NULL FROM hop2) x
 		GROUP BY id
-		ORDER BY 2 DESC, 3 NULLS LAST
+		ORDER BY 2 DESC, 3 DESC NULLS LAST
 		LIMIT 2 * $9)
 	SELECT m.id, sc.score
 	FROM scored sc JOIN memory_units m ON m.id = sc.id

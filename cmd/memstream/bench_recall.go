@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,7 @@ func benchRecall(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	seed := fs.Uint64("seed", 1, "corpus seed (same seed, same bank)")
 	warmup := fs.Int("warmup", 50, "untimed queries before each timed pass")
 	keep := fs.Bool("keep", false, "keep the bench schemas (and the temporary server) for inspection")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file")
 	reuse := fs.Bool("reuse", false, "with --database-url: reuse banks a --keep run left instead of loading again (implies --keep)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: memstream bench recall [--facts 10000,100000] [--queries 1000] [--concurrency 1,8] [--database-url URL]\n\n"+
@@ -70,6 +72,17 @@ func benchRecall(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if *queries < 1 {
 		return fmt.Errorf("bench recall: --queries must be positive, got %d", *queries)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench recall: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("bench recall: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	progress := func(msg string) { fmt.Fprintf(stderr, "%s bench recall: %s\n", time.Now().Format("15:04:05"), msg) }
