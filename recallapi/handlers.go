@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -230,12 +232,26 @@ func (s *Server) retain(w http.ResponseWriter, r *http.Request) error {
 				return badRequest(field+".timestamp", field+".timestamp must be RFC 3339")
 			}
 		}
-		if _, _, err := s.d.Gate.Check(opID, it.Content, policy); err != nil {
-			var be *defense.BlockedError
-			if errors.As(err, &be) {
-				return &apiError{Status: http.StatusUnprocessableEntity, Code: "blocked_by_policy", Message: err.Error(), Field: field + ".content"}
+		// The pipeline gates context, tags and metadata as well as the
+		// content, so a block there must fail here too, not after a 200.
+		checks := [][2]string{{field + ".content", it.Content}, {field + ".context", it.Context}}
+		for j, tag := range it.Tags {
+			checks = append(checks, [2]string{fmt.Sprintf("%s.tags[%d]", field, j), tag})
+		}
+		for _, k := range slices.Sorted(maps.Keys(it.Metadata)) {
+			checks = append(checks, [2]string{field + ".metadata." + k, it.Metadata[k]})
+		}
+		for _, c := range checks {
+			if c[1] == "" {
+				continue
 			}
-			return err
+			if _, _, err := s.d.Gate.Check(opID, c[1], policy); err != nil {
+				var be *defense.BlockedError
+				if errors.As(err, &be) {
+					return &apiError{Status: http.StatusUnprocessableEntity, Code: "blocked_by_policy", Message: err.Error(), Field: c[0]}
+				}
+				return err
+			}
 		}
 		keys[i] = fmt.Sprintf("retain/%s/%d", opID, i)
 		events[i] = pipeline.Event{BankID: id, EventID: keys[i], DocumentID: it.DocumentID, Content: it.Content,
