@@ -400,6 +400,7 @@ func (s *Store) rescanBatch(ctx context.Context, gate DefenseGate, emb TextEmbed
 	var changed, invalidated, reembedded, conflicts, audits int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		changed, invalidated, reembedded, conflicts, audits = 0, 0, 0, 0, 0
+		var notify []string
 		b := &pgx.Batch{}
 		for _, c := range changes {
 			queueRescanUpdate(b, t, cfg.BankID, c, vecs, aux)
@@ -418,6 +419,7 @@ func (s *Store) rescanBatch(ctx context.Context, gate DefenseGate, emb TextEmbed
 			if c.changed {
 				changed++
 			}
+			notify = append(notify, c.row.key)
 			if t.name == RescanTargetUnits {
 				if len(c.blocked) > 0 && c.row.state == "valid" {
 					invalidated++
@@ -429,6 +431,15 @@ func (s *Store) rescanBatch(ctx context.Context, gate DefenseGate, emb TextEmbed
 		}
 		if err := br.Close(); err != nil {
 			return err
+		}
+		// API replicas cache mental models; the same NOTIFY every other
+		// write sends evicts the unredacted copy when this commits.
+		if t.name == RescanTargetMentalModels {
+			for _, id := range notify {
+				if _, err := tx.Exec(ctx, qMentalModelNotify, MentalModelChannel, cfg.BankID+"/"+id); err != nil {
+					return fmt.Errorf("notify mental model %s: %w", id, err)
+				}
+			}
 		}
 		if len(audit.bank) == 0 {
 			return nil

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/memstream/memstream/defense"
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/internal/pgtest"
@@ -51,7 +53,9 @@ func pemBlock(body []string) string {
 // facts, chunk, evidence and mental model still hold raw secrets.
 type rescanFixture struct {
 	st                 *store.Store
+	url                string
 	bank               string
+	mentalModel        store.UUID
 	keyFact, ctxFact   store.UUID // redact targets
 	pemFact, cleanFact store.UUID
 	openai, aws        string
@@ -71,7 +75,7 @@ func newRescanFixture(t *testing.T) *rescanFixture {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("secret seed %d", seed)
 	fs := fakeSecrets{rand.New(rand.NewPCG(seed, 7))}
-	fx := &rescanFixture{st: st, bank: "vault", openai: fs.openAIProject(), aws: fs.awsKeyID(), pem: fs.pemBody()}
+	fx := &rescanFixture{st: st, url: url, bank: "vault", openai: fs.openAIProject(), aws: fs.awsKeyID(), pem: fs.pemBody()}
 	var err error
 	if fx.emb, err = embed.NewLocal(64); err != nil {
 		t.Fatal(err)
@@ -121,6 +125,7 @@ func newRescanFixture(t *testing.T) *rescanFixture {
 	// quoted the key: derived texts hold the secret too.
 	obs := store.DeriveID(fx.bank, "obs", "1")
 	mm := store.DeriveID(fx.bank, "mm", "1")
+	fx.mentalModel = mm
 	for _, q := range []struct {
 		sql  string
 		args []any
@@ -268,7 +273,16 @@ func TestRescanDefenseRedactsInvalidatesAndReembeds(t *testing.T) {
 		t.Errorf("dry run scanned/wrote: %+v", dry)
 	}
 
-	// The real run.
+	// The real run. API replicas cache mental models: the rescan must
+	// announce its rewrite on the channel they listen to.
+	lc, err := pgx.Connect(ctx, fx.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close(ctx)
+	if _, err := lc.Exec(ctx, "LISTEN "+store.MentalModelChannel); err != nil {
+		t.Fatal(err)
+	}
 	var progress int
 	rep, err = fx.st.RescanDefense(ctx, fx.gate, fx.emb, store.RescanConfig{BankID: fx.bank, Policy: strict, BatchSize: 2,
 		Progress: func(store.RescanProgress) { progress++ }})
@@ -282,6 +296,11 @@ func TestRescanDefenseRedactsInvalidatesAndReembeds(t *testing.T) {
 	}
 	if rep.Invalidated != 1 || rep.Reembedded != 2 || rep.Conflicts != 0 || rep.AuditRows == 0 || progress < 4 {
 		t.Errorf("report %+v, %d progress calls", rep, progress)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if n, err := lc.WaitForNotification(wctx); err != nil || n.Payload != fx.bank+"/"+fx.mentalModel.String() {
+		t.Errorf("no cache eviction notice for the redacted mental model: %v %v", n, err)
 	}
 	after := fx.dump(t)
 	for i, s := range raws {
