@@ -219,7 +219,7 @@ func Default() Config {
 			PollInterval:           500 * time.Millisecond,
 			MentalModelMinInterval: 30 * time.Second,
 		},
-		Reflect: Reflect{MaxIterations: 10, Timeout: 60 * time.Second, ContextTokens: 12000},
+		Reflect: Reflect{MaxIterations: 10, Timeout: 60 * time.Second, ContextTokens: 32000},
 	}
 }
 

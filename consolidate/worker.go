@@ -438,6 +438,16 @@ func (w *Worker) DrainBank(ctx context.Context, bankID string) (Result, error) {
 		if len(facts) == 0 {
 			break
 		}
+		// Semantic links are made here rather than at ingest: one HNSW
+		// probe per fact would dominate the persist transaction. The insert
+		// is idempotent, so a crashed round just redoes it.
+		ids := make([]uuid.UUID, len(facts))
+		for i, f := range facts {
+			ids[i] = f.ID
+		}
+		if _, err := w.st.LinkSemantic(ctx, ids); err != nil {
+			return res, err
+		}
 		n := w.adj.BatchSize()
 		for i := 0; i < len(facts); i += n {
 			group := facts[i:min(i+n, len(facts))]

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/memstream/memstream/recall"
+	"github.com/memstream/memstream/reflect"
 	"github.com/memstream/memstream/store"
 )
 
@@ -44,6 +45,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	var rqe *recall.RequestError
+	var fqe *reflect.RequestError
 	switch {
 	case errors.As(err, &ae):
 	case errors.Is(err, store.ErrNotFound):
@@ -54,6 +56,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae = &apiError{Status: http.StatusConflict, Code: "conflict", Message: "cannot merge: an entity cannot merge into itself, and neither side may already be merged away", Field: "into"}
 	case errors.As(err, &rqe):
 		ae = badRequest(rqe.Field, rqe.Field+": "+rqe.Message)
+	case errors.As(err, &fqe):
+		ae = badRequest(fqe.Field, fqe.Field+": "+fqe.Message)
 	case errors.Is(err, recall.ErrAllArmsFailed):
 		ae = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "every retrieval arm failed; try again"}
 	case errors.Is(err, context.DeadlineExceeded):

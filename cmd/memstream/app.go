@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	openai "github.com/sashabaranov/go-openai"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kprom"
 
 	"github.com/memstream/memstream/broker"
 	"github.com/memstream/memstream/config"
+	"github.com/memstream/memstream/consolidate"
 	"github.com/memstream/memstream/consumer"
 	"github.com/memstream/memstream/defense"
 	"github.com/memstream/memstream/embed"
@@ -25,6 +27,7 @@ import (
 	"github.com/memstream/memstream/pipeline"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/recallapi"
+	"github.com/memstream/memstream/reflect"
 	"github.com/memstream/memstream/store"
 )
 
@@ -64,7 +67,10 @@ type app struct {
 	pipe  *pipeline.Pipeline
 	cons  *consumer.Consumer
 	api   *recallapi.Server
-	ops   *opsServer
+	// worker consolidates (when runWorker) and refreshes mental models.
+	worker    *consolidate.Worker
+	runWorker bool
+	ops       *opsServer
 	// apiAddr receives the bound HTTP address once listening.
 	apiAddr chan string
 }
@@ -207,8 +213,22 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 			return a, err
 		}
 	}
+	var rc *recall.Recaller
+	if rl.api || rl.worker {
+		if rc, err = recall.New(a.st.Pool(), emb, recall.Config{Registerer: reg}, log); err != nil {
+			return a, err
+		}
+	}
+	// The worker role runs consolidation; the api role needs the same
+	// worker for on-demand mental-model refreshes.
+	if (rl.worker && cfg.Consolidation.Enabled) || rl.api {
+		if a.worker, err = newConsolidationWorker(cfg, a.st, emb, rc, reg, log, nil); err != nil {
+			return a, err
+		}
+		a.runWorker = rl.worker && cfg.Consolidation.Enabled
+	}
 	if rl.api {
-		rc, err := recall.New(a.st.Pool(), emb, recall.Config{Registerer: reg}, log)
+		rf, err := newReflector(cfg, rc, a.st, reg, log)
 		if err != nil {
 			return a, err
 		}
@@ -220,7 +240,8 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 			Addr: cfg.HTTP.Addr, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, RetainWait: cfg.HTTP.RetainWait,
 			ReadTimeout: cfg.HTTP.ReadTimeout, WriteTimeout: cfg.HTTP.WriteTimeout, Auth: cfg.Auth, BasePolicy: basePolicy(cfg),
 		}, recallapi.Deps{Store: a.st, Recaller: rc, Publisher: broker.NewPublisher(a.prod, cfg.Kafka.Topics[0]), Gate: gate,
-			Ready: ready, Gatherer: reg, Registerer: reg, Logger: log, OnPolicyChange: policies.Invalidate})
+			Ready: ready, Gatherer: reg, Registerer: reg, Logger: log, OnPolicyChange: policies.Invalidate,
+			Reflector: rf, Refresher: a.worker, Listener: a.st})
 		if err != nil {
 			return a, err
 		}
@@ -240,6 +261,20 @@ func (a *app) readiness(rl roles) map[string]func(context.Context) error {
 		ready["kafka"] = func(ctx context.Context) error { return a.prod.Ping(ctx) }
 	}
 	return ready
+}
+
+// newReflector builds reflect with the configured LLM, or the offline
+// extractive provider when none is configured.
+func newReflector(cfg config.Config, rc *recall.Recaller, st *store.Store, reg prometheus.Registerer, log *slog.Logger) (*reflect.Reflector, error) {
+	var llm reflect.ChatCompleter
+	if cfg.LLM.Provider == "openai" {
+		oc := openai.DefaultConfig(cfg.LLM.APIKey)
+		oc.BaseURL = cfg.LLM.BaseURL
+		llm = openai.NewClientWithConfig(oc)
+	}
+	return reflect.New(reflect.Deps{Recaller: rc, Store: st, LLM: llm, Log: log.With("component", "reflect"), Registerer: reg},
+		reflect.Config{Model: cfg.LLM.Model, MaxIterations: cfg.Reflect.MaxIterations, Timeout: cfg.Reflect.Timeout,
+			ContextTokens: cfg.Reflect.ContextTokens})
 }
 
 func newExtractor(cfg config.Config, _ prometheus.Registerer, _ *slog.Logger) (pipeline.Extractor, error) {
@@ -273,6 +308,15 @@ func (a *app) run(ctx context.Context) error {
 			defer wg.Done()
 			if err := a.api.Serve(ctx, a.apiAddr); err != nil {
 				errc <- fmt.Errorf("http: %w", err)
+			}
+		}()
+	}
+	if a.runWorker {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.worker.Run(ctx); err != nil {
+				errc <- fmt.Errorf("consolidation worker: %w", err)
 			}
 		}()
 	}

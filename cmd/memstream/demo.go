@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -85,6 +86,11 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "\n? [%s] %s\n", q.bank, q.query)
 		printResults(stdout, resp.Results, 4)
 	}
+	fmt.Fprintln(stdout, "\n== waiting for consolidation to fold facts into observations …")
+	if note, err := waitConsolidated(ctx, c, expected, 3*time.Minute, 30*time.Second); err != nil || note != "" {
+		fmt.Fprintf(stdout, "(consolidation: %v%s)\n", err, note)
+	}
+	showLearning(ctx, c, stdout)
 	if *exit {
 		cancel()
 		return <-done
@@ -94,7 +100,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
   curl -s http://%[1]s/v1/default/banks/alice/stats
   curl -s -XPOST http://%[1]s/v1/default/banks/alice/memories/recall -H 'Content-Type: application/json' -d '{"query":"Where does Alice live?","max_tokens":500}'
   curl -s -XPOST http://%[1]s/v1/default/banks/alice/memories -H 'Content-Type: application/json' -d '{"items":[{"content":"Alice adopted a cat named Miso."}]}'
-  go run ./cmd/memstream recall --bank alice "cat"
+  curl -s http://%[1]s/v1/default/banks/alice/observations
+  curl -s -XPOST http://%[1]s/v1/default/banks/alice/reflect -H 'Content-Type: application/json' -d '{"query":"Where does Alice live now?"}'
+  ./bin/memstream recall --bank alice --api http://%[1]s "cat"
+  ./bin/memstream reflect --bank alice --api http://%[1]s "How should I write emails to Alice?"
 Press Ctrl-C to stop.
 `, addr)
 	return <-done
@@ -169,4 +178,101 @@ func waitIngested(ctx context.Context, c *apiClient, expected map[string]int, w 
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
+}
+
+type demoMemory struct {
+	ID         string    `json:"id"`
+	Text       string    `json:"text"`
+	ProofCount int       `json:"proof_count"`
+	Trend      string    `json:"trend"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	Evidence   []struct {
+		Quote     string    `json:"quote"`
+		Timestamp time.Time `json:"timestamp"`
+	} `json:"evidence"`
+	History []struct {
+		Action  string  `json:"action"`
+		OldText *string `json:"old_text"`
+		Reason  string  `json:"reason"`
+	} `json:"history"`
+}
+
+// showLearning prints what consolidation learned: an observation with its
+// evidence, trend and history, a reflect answer, and a mental model.
+func showLearning(ctx context.Context, c *apiClient, w io.Writer) {
+	var list struct {
+		Items []demoMemory `json:"items"`
+	}
+	if err := c.call(ctx, "GET", "/v1/default/banks/alice/observations?q=Shanghai&limit=5", nil, &list); err != nil || len(list.Items) == 0 {
+		fmt.Fprintf(w, "\n(no observation about Shanghai yet: %v)\n", err)
+	} else {
+		var obs demoMemory
+		if err := c.call(ctx, "GET", "/v1/default/banks/alice/observations/"+list.Items[0].ID, nil, &obs); err == nil {
+			fmt.Fprintf(w, "\n== observation (proof_count %d, trend %s): %s\n", obs.ProofCount, obs.Trend, obs.Text)
+			for i, e := range obs.Evidence {
+				if i == 5 {
+					fmt.Fprintf(w, "     … %d more\n", len(obs.Evidence)-5)
+					break
+				}
+				fmt.Fprintf(w, "   evidence %s: %q\n", e.Timestamp.Format("2006-01-02"), e.Quote)
+			}
+			for _, h := range obs.History {
+				if h.OldText != nil && h.Action == "update" {
+					fmt.Fprintf(w, "   history: %s (was %q): %s\n", h.Action, *h.OldText, h.Reason)
+				}
+			}
+		}
+	}
+	var ans struct {
+		Text    string `json:"text"`
+		BasedOn struct {
+			Memories     []string `json:"memories"`
+			Observations []string `json:"observations"`
+		} `json:"based_on"`
+	}
+	q := "Where does Alice live now?"
+	if err := c.call(ctx, "POST", "/v1/default/banks/alice/reflect", map[string]any{"query": q}, &ans); err != nil {
+		fmt.Fprintf(w, "\n(reflect: %v)\n", err)
+	} else {
+		fmt.Fprintf(w, "\n== reflect %q\n%s\n   (based on %d observations, %d facts)\n", q, indent(ans.Text), len(ans.BasedOn.Observations), len(ans.BasedOn.Memories))
+	}
+	var mm struct {
+		ID      string `json:"id"`
+		Content string `json:"content"`
+	}
+	body := map[string]any{"name": "email-style", "source_query": "How does Alice want her emails written?"}
+	if err := c.call(ctx, "POST", "/v1/default/banks/alice/mental-models", body, &mm); err != nil {
+		// Already created by an earlier demo run: find it.
+		var models struct {
+			Items []struct {
+				ID   string `json:"id"`
+				Name string `json:"name"`
+			} `json:"items"`
+		}
+		if c.call(ctx, "GET", "/v1/default/banks/alice/mental-models", nil, &models) == nil {
+			for _, m := range models.Items {
+				if m.Name == "email-style" {
+					mm.ID = m.ID
+				}
+			}
+		}
+	}
+	if mm.ID == "" {
+		return
+	}
+	if err := c.call(ctx, "POST", "/v1/default/banks/alice/mental-models/"+mm.ID+"/refresh", map[string]any{}, nil); err != nil {
+		fmt.Fprintf(w, "\n(mental model refresh: %v)\n", err)
+		return
+	}
+	if err := c.call(ctx, "GET", "/v1/default/banks/alice/mental-models/"+mm.ID, nil, &mm); err == nil {
+		fmt.Fprintf(w, "\n== mental model \"email-style\" (How does Alice want her emails written?)\n%s\n", indent(mm.Content))
+	}
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > 12 {
+		lines = append(lines[:12], "…")
+	}
+	return "   " + strings.Join(lines, "\n   ")
 }
