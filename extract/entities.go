@@ -178,6 +178,7 @@ func (f *entityFinder) find(s string, out []Entity) []Entity {
 			cands = append(cands, span{i, i + len(name), name, kind})
 		}
 	}
+	cands = dropInsideMarkers(s, cands)
 	sort.Slice(cands, func(i, j int) bool {
 		if cands[i].start != cands[j].start {
 			return cands[i].start < cands[j].start
@@ -197,6 +198,47 @@ func (f *entityFinder) find(s string, out []Entity) []Entity {
 			c.kind = k
 		}
 		out = addEntity(out, Entity{Name: c.name, Kind: c.kind})
+	}
+	return out
+}
+
+// redactionPrefix opens the placeholder the defense gate leaves where it
+// removed a secret ("[REDACTED:<label>]"; see defense.RedactionMarker).
+const redactionPrefix = "[REDACTED:"
+
+// dropInsideMarkers removes candidates that touch a redaction placeholder.
+// Without it "REDACTED" reads as a capitalised name, and every fact that
+// had a secret removed would be linked to every other one through it.
+func dropInsideMarkers(s string, cands []span) []span {
+	if !strings.Contains(s, redactionPrefix) {
+		return cands
+	}
+	var marks [][2]int
+	for off := 0; ; {
+		i := strings.Index(s[off:], redactionPrefix)
+		if i < 0 {
+			break
+		}
+		start := off + i
+		end := len(s)
+		if j := strings.IndexByte(s[start:], ']'); j >= 0 {
+			end = start + j + 1
+		}
+		marks = append(marks, [2]int{start, end})
+		off = end
+	}
+	out := cands[:0]
+	for _, c := range cands {
+		inside := false
+		for _, m := range marks {
+			if c.start < m[1] && m[0] < c.end {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			out = append(out, c)
+		}
 	}
 	return out
 }

@@ -252,6 +252,10 @@ func TestDefenseNoRawSecretReachesPostgres(t *testing.T) {
 	if !anyContains(dump["memory_units.text"], "[redacted:") {
 		t.Error("no fact carries a [REDACTED: placeholder")
 	}
+	// A placeholder is not a name: no entity links every redacted fact.
+	if n := h.count(`SELECT count(*) FROM entities WHERE canonical_name ILIKE '%redacted%'`); n != 0 {
+		t.Errorf("%d entities named after a redaction placeholder", n)
+	}
 	// Text around the secrets survives: redaction is not deletion.
 	for _, kept := range []string{"柏林", "lisbon", "sintra", "nightly export"} {
 		if !anyContains(dump["chunks.text"], kept) {
