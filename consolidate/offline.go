@@ -310,6 +310,20 @@ func parseSlot(text string) (slotValue, bool) {
 
 func normSubject(s string) string {
 	s = strings.TrimSpace(s)
+	// Facts carry their speaker: "Alice: I live in …", "Alice: Big news: I
+	// moved to …". A first-person subject after the speaker is the speaker.
+	if i := strings.Index(s, ":"); i > 0 {
+		speaker := strings.ToLower(strings.TrimSpace(s[:i]))
+		last := s[strings.LastIndex(s, ":")+1:]
+		switch strings.ToLower(strings.TrimSpace(last)) {
+		case "i", "me", "my", "we", "our", "我", "我们", "我现在", "我目前", "我已经":
+			if speaker == "user" || speaker == "assistant" {
+				return "user"
+			}
+			return speaker
+		}
+		s = strings.TrimSpace(last)
+	}
 	for {
 		n := leadingTime.ReplaceAllString(s, "")
 		if n == s {

@@ -30,6 +30,11 @@ func TestParseSlot(t *testing.T) {
 		{"Bob works at Acme Corp", "bob|employer", "acme corp", true},
 		{"My favorite color is blue", "user|favorite color", "blue", true},
 		{"Alice's favourite drink is green tea", "alice|favorite drink", "green tea", true},
+		// Extracted facts carry their speaker; the first person is the speaker.
+		{"Alice: I live in Beijing, in Haidian, close to the office.", "alice|residence", "beijing", true},
+		{"Alice: Big news: I just moved to Shanghai last weekend!", "alice|residence", "shanghai", true},
+		{"User: I live in Paris", "user|residence", "paris", true},
+		{"张伟: 我住在北京", "张伟|residence", "北京", true},
 		{"Alice hates passive voice", "", "", false},
 		{"The weather was nice", "", "", false},
 	}

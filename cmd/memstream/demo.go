@@ -203,11 +203,18 @@ func showLearning(ctx context.Context, c *apiClient, w io.Writer) {
 	var list struct {
 		Items []demoMemory `json:"items"`
 	}
-	if err := c.call(ctx, "GET", "/v1/default/banks/alice/observations?q=Shanghai&limit=5", nil, &list); err != nil || len(list.Items) == 0 {
+	if err := c.call(ctx, "GET", "/v1/default/banks/alice/observations?q=Shanghai&limit=20", nil, &list); err != nil || len(list.Items) == 0 {
 		fmt.Fprintf(w, "\n(no observation about Shanghai yet: %v)\n", err)
 	} else {
+		// Show the best-supported one: the observation the evidence piled onto.
+		best := list.Items[0]
+		for _, o := range list.Items {
+			if o.ProofCount > best.ProofCount {
+				best = o
+			}
+		}
 		var obs demoMemory
-		if err := c.call(ctx, "GET", "/v1/default/banks/alice/observations/"+list.Items[0].ID, nil, &obs); err == nil {
+		if err := c.call(ctx, "GET", "/v1/default/banks/alice/observations/"+best.ID, nil, &obs); err == nil {
 			fmt.Fprintf(w, "\n== observation (proof_count %d, trend %s): %s\n", obs.ProofCount, obs.Trend, obs.Text)
 			for i, e := range obs.Evidence {
 				if i == 5 {
