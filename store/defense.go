@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/memstream/memstream/defense"
@@ -85,6 +86,25 @@ const (
 	qRescanUpdateMMHistory = `UPDATE mental_model_history SET content = $2
 		WHERE id = $1::bigint AND content = $3`
 
+	// Entities and aliases are not redacted but removed: the offline
+	// extractor takes a capitalised key id for a name, and an entity
+	// called "[REDACTED:…]" would link every fact that had a secret. The
+	// facts that mentioned it keep their text; their search_aux, which
+	// carries entity names and aliases, is rebuilt.
+	qRescanAliases = `SELECT entity_id::text, alias_key, '', '', alias
+		FROM entity_aliases WHERE bank_id = $1 ORDER BY entity_id, alias_key`
+	qRescanEntities = `SELECT id::text, '', '', '', canonical_name
+		FROM entities WHERE bank_id = $1 ORDER BY id`
+	qRescanDeleteAlias = `DELETE FROM entity_aliases
+		WHERE bank_id = $1 AND entity_id = $2::uuid AND alias_key = $3 AND alias = $4`
+	qRescanUnmergeEntity = `UPDATE entities SET merged_into = NULL WHERE merged_into = $1::uuid`
+	qRescanDeleteEntity  = `DELETE FROM entities WHERE id = $1::uuid AND bank_id = $2 AND canonical_name = $3`
+	qRescanEntityUnits   = `SELECT DISTINCT unit_id FROM unit_entities WHERE entity_id = ANY($1::uuid[])`
+	qRescanUnitTexts     = `SELECT id, text FROM memory_units WHERE id = ANY($1::uuid[])`
+	qRescanSetAux        = `UPDATE memory_units m SET search_aux = x.aux
+		FROM unnest($1::uuid[], $2::text[]) AS x(id, aux)
+		WHERE m.id = x.id AND m.search_aux <> x.aux`
+
 	// qRescanAudit records the action the current policy takes on a
 	// finding. Unlike ingest (DO NOTHING, for replays) it updates the
 	// action: the row for a value first allowed and now redacted must say
@@ -110,6 +130,8 @@ const (
 	RescanTargetUnits        = "memory_units"
 	RescanTargetChunks       = "chunks"
 	RescanTargetDocuments    = "documents"
+	RescanTargetAliases      = "entity_aliases"
+	RescanTargetEntities     = "entities"
 	RescanTargetEvidence     = "observation_evidence"
 	RescanTargetObsHistory   = "observation_history"
 	RescanTargetMentalModels = "mental_models"
@@ -136,9 +158,13 @@ var (
 	twoTexts = []fieldKind{fieldText, fieldText}
 )
 
-// rescanTargets is ordered so facts come first: they are what recall
-// returns, so an interrupted run has fixed the most visible rows.
+// rescanTargets is ordered so that aliases and entities go first (the
+// facts' search_aux is rebuilt from what remains of them), then facts:
+// they are what recall returns, so an interrupted run has fixed the most
+// visible rows.
 var rescanTargets = []rescanTarget{
+	{RescanTargetAliases, qRescanAliases, qRescanDeleteAlias, oneText},
+	{RescanTargetEntities, qRescanEntities, qRescanDeleteEntity, oneText},
 	{RescanTargetUnits, qRescanUnits, qRescanUpdateUnit, []fieldKind{fieldText, fieldText, fieldJSON, fieldJSON}},
 	{RescanTargetChunks, qRescanChunks, qRescanUpdateChunk, oneText},
 	{RescanTargetEvidence, qRescanEvidence, qRescanUpdateEvidence, oneText},
@@ -205,7 +231,8 @@ type RescanReport struct {
 	BankID string `json:"bank_id"`
 	DryRun bool   `json:"dry_run"`
 	// Scanned and Changed are per target; Changed counts rows whose stored
-	// text was (or would be) rewritten.
+	// text was (or would be) rewritten, or for entities and aliases,
+	// removed.
 	Scanned map[string]int `json:"scanned"`
 	Changed map[string]int `json:"changed"`
 	// Findings counts findings per label and Actions per action, over
@@ -216,6 +243,9 @@ type RescanReport struct {
 	Invalidated int `json:"invalidated"`
 	// Reembedded counts facts whose embedding was recomputed.
 	Reembedded int `json:"reembedded"`
+	// AuxRebuilt counts facts whose search_aux was rebuilt because an
+	// entity or alias they mention was removed.
+	AuxRebuilt int `json:"aux_rebuilt"`
 	// AuditRows counts audit rows inserted or updated: there is one per
 	// event, label and fingerprint, and an existing row is only updated
 	// when its action changed.
@@ -397,20 +427,33 @@ func (s *Store) rescanBatch(ctx context.Context, gate DefenseGate, emb TextEmbed
 			return err
 		}
 	}
-	var changed, invalidated, reembedded, conflicts, audits int
+	var changed, invalidated, reembedded, conflicts, audits, auxRebuilt int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		changed, invalidated, reembedded, conflicts, audits = 0, 0, 0, 0, 0
+		changed, invalidated, reembedded, conflicts, audits, auxRebuilt = 0, 0, 0, 0, 0, 0
+		// Facts linked to an entity about to lose a name: read before the
+		// delete, which cascades to unit_entities.
+		var touched []uuid.UUID
+		if t.name == RescanTargetAliases || t.name == RescanTargetEntities {
+			var err error
+			if touched, err = entityUnits(ctx, tx, changes); err != nil {
+				return err
+			}
+		}
 		var notify []string
 		b := &pgx.Batch{}
-		for _, c := range changes {
-			queueRescanUpdate(b, t, cfg.BankID, c, vecs, aux)
+		stmts := make([]int, len(changes))
+		for i, c := range changes {
+			stmts[i] = queueRescanUpdate(b, t, cfg.BankID, c, vecs, aux)
 		}
 		br := tx.SendBatch(ctx, b)
-		for _, c := range changes {
-			tag, err := br.Exec()
-			if err != nil {
-				br.Close()
-				return fmt.Errorf("update %s %s: %w", t.name, c.row.key, err)
+		for i, c := range changes {
+			var tag pgconn.CommandTag
+			for range stmts[i] {
+				var err error
+				if tag, err = br.Exec(); err != nil {
+					br.Close()
+					return fmt.Errorf("update %s %s: %w", t.name, c.row.key, err)
+				}
 			}
 			if tag.RowsAffected() == 0 {
 				conflicts++
@@ -431,6 +474,12 @@ func (s *Store) rescanBatch(ctx context.Context, gate DefenseGate, emb TextEmbed
 		}
 		if err := br.Close(); err != nil {
 			return err
+		}
+		if len(touched) > 0 {
+			var err error
+			if auxRebuilt, err = rebuildAux(ctx, tx, touched); err != nil {
+				return err
+			}
 		}
 		// API replicas cache mental models; the same NOTIFY every other
 		// write sends evicts the unredacted copy when this commits.
@@ -457,6 +506,7 @@ func (s *Store) rescanBatch(ctx context.Context, gate DefenseGate, emb TextEmbed
 	rep.Changed[t.name] += changed
 	rep.Invalidated += invalidated
 	rep.Reembedded += reembedded
+	rep.AuxRebuilt += auxRebuilt
 	rep.Conflicts += conflicts
 	rep.AuditRows += audits
 	return nil
@@ -538,24 +588,9 @@ func (s *Store) rescanUnitDerived(ctx context.Context, emb TextEmbedder, changes
 	if len(vs) != len(texts) {
 		return nil, nil, fmt.Errorf("embedder returned %d vectors for %d facts", len(vs), len(texts))
 	}
-	names := map[string][]string{}
-	rows, err := s.pool.Query(ctx, qRescanUnitNames, ids)
+	names, err := unitNames(ctx, s.pool, ids)
 	if err != nil {
-		return nil, nil, fmt.Errorf("entity names: %w", err)
-	}
-	for rows.Next() {
-		var id uuid.UUID
-		var canonical string
-		var aliases []string
-		if err := rows.Scan(&id, &canonical, &aliases); err != nil {
-			rows.Close()
-			return nil, nil, fmt.Errorf("entity names: %w", err)
-		}
-		names[id.String()] = append(append(names[id.String()], canonical), aliases...)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("entity names: %w", err)
+		return nil, nil, err
 	}
 	vecs, aux := make(map[string][]float32, len(texts)), make(map[string]string, len(texts))
 	for i, k := range keys {
@@ -568,9 +603,98 @@ func (s *Store) rescanUnitDerived(ctx context.Context, emb TextEmbedder, changes
 	return vecs, aux, nil
 }
 
-func queueRescanUpdate(b *pgx.Batch, t rescanTarget, bankID string, c rescanChange, vecs map[string][]float32, aux map[string]string) {
+// querier is what the name lookups need from a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// unitNames returns, per fact id, the names and aliases of its entities.
+func unitNames(ctx context.Context, q querier, ids []uuid.UUID) (map[string][]string, error) {
+	names := map[string][]string{}
+	rows, err := q.Query(ctx, qRescanUnitNames, ids)
+	if err != nil {
+		return nil, fmt.Errorf("entity names: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id uuid.UUID
+		var canonical string
+		var aliases []string
+		if err := rows.Scan(&id, &canonical, &aliases); err != nil {
+			return nil, fmt.Errorf("entity names: %w", err)
+		}
+		names[id.String()] = append(append(names[id.String()], canonical), aliases...)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("entity names: %w", err)
+	}
+	return names, nil
+}
+
+// entityUnits returns the facts linked to the entities of the changed
+// entity or alias rows (the entity id is the row key of both).
+func entityUnits(ctx context.Context, tx pgx.Tx, changes []rescanChange) ([]uuid.UUID, error) {
+	var ents []uuid.UUID
+	for _, c := range changes {
+		id, err := uuid.Parse(c.row.key)
+		if err != nil {
+			return nil, fmt.Errorf("entity id %q: %w", c.row.key, err)
+		}
+		ents = append(ents, id)
+	}
+	rows, err := tx.Query(ctx, qRescanEntityUnits, ents)
+	if err != nil {
+		return nil, fmt.Errorf("facts of entities: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("facts of entities: %w", err)
+	}
+	return ids, nil
+}
+
+// rebuildAux recomputes search_aux of facts from their text and the names
+// their entities have now, as the pipeline builds it.
+func rebuildAux(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) (int, error) {
+	rows, err := tx.Query(ctx, qRescanUnitTexts, ids)
+	if err != nil {
+		return 0, fmt.Errorf("fact texts: %w", err)
+	}
+	type unitText struct {
+		ID   uuid.UUID
+		Text string
+	}
+	units, err := pgx.CollectRows(rows, pgx.RowToStructByPos[unitText])
+	if err != nil {
+		return 0, fmt.Errorf("fact texts: %w", err)
+	}
+	names, err := unitNames(ctx, tx, ids)
+	if err != nil {
+		return 0, err
+	}
+	uids, auxes := make([]uuid.UUID, len(units)), make([]string, len(units))
+	for i, u := range units {
+		uids[i], auxes[i] = u.ID, lexical.Aux(u.Text, names[u.ID.String()])
+	}
+	tag, err := tx.Exec(ctx, qRescanSetAux, uids, auxes)
+	if err != nil {
+		return 0, fmt.Errorf("rebuild search_aux: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// queueRescanUpdate queues the statements that write one change and
+// returns how many it queued; the last one's row count tells whether the
+// row was still as read.
+func queueRescanUpdate(b *pgx.Batch, t rescanTarget, bankID string, c rescanChange, vecs map[string][]float32, aux map[string]string) int {
 	r := c.row
 	switch t.name {
+	case RescanTargetAliases:
+		b.Queue(t.update, bankID, r.key, r.key2, r.fields[0])
+	case RescanTargetEntities:
+		b.Queue(qRescanUnmergeEntity, r.key)
+		b.Queue(t.update, r.key, bankID, r.fields[0])
+		return 2
 	case RescanTargetUnits:
 		var vec, sa any
 		if v, ok := vecs[r.key]; ok {
@@ -592,6 +716,7 @@ func queueRescanUpdate(b *pgx.Batch, t rescanTarget, bankID string, c rescanChan
 	case RescanTargetObsHistory:
 		b.Queue(t.update, r.key, c.out[0], c.out[1], r.fields[0], r.fields[1])
 	}
+	return 1
 }
 
 // checkField applies check to a field: to the whole text, or to every

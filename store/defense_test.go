@@ -102,15 +102,24 @@ func newRescanFixture(t *testing.T) *rescanFixture {
 		return store.FactRow{ID: id, FactType: "world", Text: text, Context: context, Embedding: v,
 			SearchAux: lexical.Aux(text, []string{"Alice"}), MentionedAt: at, IdemKey: idem, EntityIDs: []store.UUID{ent}}
 	}
+	// The offline extractor takes a pasted key id for a name (it is
+	// capitalised), so a bank stored without redaction has an entity, an
+	// alias and search_aux words made of the key.
+	keyEnt := store.DeriveID(fx.bank, "entity", "other", fx.aws)
 	ctxFact := fact(fx.ctxFact, "e1#f1", "Alice uses the AWS console", "key id "+fx.aws, vecs[1])
+	ctxFact.EntityIDs = append(ctxFact.EntityIDs, keyEnt)
+	ctxFact.SearchAux = lexical.Aux(ctxFact.Text, []string{"Alice", "Ali", "key " + fx.openai, fx.aws})
 	ctxFact.Tags = []string{"ops", "key:" + fx.aws}
 	ctxFact.Metadata = map[string]string{"speaker": "Alice", "pasted": "the id is " + fx.aws}
 	ev := store.EventRecord{
 		BankID: fx.bank, EventKey: "e1", DocumentID: "d1", Context: "ops chat, key id " + fx.aws,
 		Tags: []string{"ops"}, Metadata: map[string]string{"ticket": "see " + fx.openai, "channel": "ops"},
 		Chunks: []store.ChunkRow{{ID: store.DeriveID(fx.bank, "e1", "c0"), Text: keyText + "\n" + pemText, StartedAt: at}},
-		Entities: []store.EntityRow{{ID: ent, Name: "Alice", Kind: "person", Seen: at, Mentions: 4,
-			Aliases: []store.AliasRow{{Key: "alice", Alias: "Alice"}, {Key: "ali", Alias: "Ali"}}}},
+		Entities: []store.EntityRow{
+			{ID: ent, Name: "Alice", Kind: "person", Seen: at, Mentions: 4, Aliases: []store.AliasRow{
+				{Key: "alice", Alias: "Alice"}, {Key: "ali", Alias: "Ali"}, {Key: "key " + strings.ToLower(fx.openai), Alias: "key " + fx.openai}}},
+			{ID: keyEnt, Name: fx.aws, Kind: "other", Seen: at, Mentions: 1, Aliases: []store.AliasRow{{Key: strings.ToLower(fx.aws), Alias: fx.aws}}},
+		},
 		Facts: []store.FactRow{
 			fact(fx.keyFact, "e1#f0", keyText, "", vecs[0]),
 			ctxFact,
@@ -157,6 +166,8 @@ func (fx *rescanFixture) dump(t *testing.T) string {
 		SELECT concat_ws('|', id, text, context, array_to_string(tags, ','), metadata, embedding::text, search_aux, search_tsv::text, state, invalid_reason) FROM memory_units
 		UNION ALL SELECT concat_ws('|', id, text, encode(content_hash, 'hex')) FROM chunks
 		UNION ALL SELECT concat_ws('|', id, context, array_to_string(tags, ','), metadata) FROM documents
+		UNION ALL SELECT concat_ws('|', id, canonical_name) FROM entities
+		UNION ALL SELECT concat_ws('|', entity_id, alias_key, alias) FROM entity_aliases
 		UNION ALL SELECT concat_ws('|', observation_id, quote) FROM observation_evidence
 		UNION ALL SELECT concat_ws('|', id, old_text, new_text) FROM observation_history
 		UNION ALL SELECT concat_ws('|', id, content) FROM mental_models
@@ -260,13 +271,14 @@ func TestRescanDefenseRedactsInvalidatesAndReembeds(t *testing.T) {
 	wantChanged := map[string]int{
 		store.RescanTargetUnits: 3, store.RescanTargetChunks: 1, store.RescanTargetDocuments: 1, store.RescanTargetEvidence: 1,
 		store.RescanTargetObsHistory: 1, store.RescanTargetMentalModels: 1, store.RescanTargetMMHistory: 1,
+		store.RescanTargetEntities: 1, store.RescanTargetAliases: 2,
 	}
 	for tgt, n := range wantChanged {
 		if dry.Changed[tgt] != n {
 			t.Errorf("dry run: %s would change %d rows, want %d (report %+v)", tgt, dry.Changed[tgt], n, dry)
 		}
 	}
-	if dry.Invalidated != 1 || dry.Findings["private_key_block"] != 2 || dry.Findings["aws_access_key_id"] != 5 || dry.Actions["block"] != 2 {
+	if dry.Invalidated != 1 || dry.Findings["private_key_block"] != 2 || dry.Findings["aws_access_key_id"] != 7 || dry.Actions["block"] != 2 {
 		t.Errorf("dry run counts: %+v", dry)
 	}
 	if dry.Scanned[store.RescanTargetUnits] != 5 || dry.Reembedded != 0 || dry.AuditRows != 0 {
@@ -329,12 +341,19 @@ func TestRescanDefenseRedactsInvalidatesAndReembeds(t *testing.T) {
 		t.Errorf("search_aux %q not rebuilt from redacted text and entity names", keyAux)
 	}
 	// Context, tags and metadata change, the text does not: those fields
-	// are redacted, the embedding (of the unchanged text) and search_aux
-	// stay.
+	// are redacted and the embedding (of the unchanged text) stays, while
+	// search_aux loses the names of the removed entity and alias.
 	marker := defense.RedactionMarker("aws_access_key_id")
-	_, ctxCtx, ctxEmbAfter, ctxAuxAfter, _, _ := fx.unit(t, fx.ctxFact)
-	if ctxCtx != "key id "+marker || ctxEmbAfter != ctxEmbBefore || ctxAuxAfter != ctxAuxBefore {
-		t.Errorf("context-only fact: context %q, embedding kept %v, aux kept %v", ctxCtx, ctxEmbAfter == ctxEmbBefore, ctxAuxAfter == ctxAuxBefore)
+	ctxText, ctxCtx, ctxEmbAfter, ctxAuxAfter, _, _ := fx.unit(t, fx.ctxFact)
+	if ctxCtx != "key id "+marker || ctxEmbAfter != ctxEmbBefore {
+		t.Errorf("context-only fact: context redacted %v, embedding kept %v", ctxCtx == "key id "+marker, ctxEmbAfter == ctxEmbBefore)
+	}
+	if ctxAuxAfter == ctxAuxBefore || ctxAuxAfter != lexical.Aux(ctxText, []string{"Alice", "Ali"}) {
+		t.Errorf("search_aux of a fact linked to a removed entity was not rebuilt")
+	}
+	var ents, aliases int
+	if err := fx.st.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM entities), (SELECT count(*) FROM entity_aliases)`).Scan(&ents, &aliases); err != nil || ents != 1 || aliases != 2 {
+		t.Errorf("after rescan: %d entities, %d aliases (%v); want Alice with Alice and Ali", ents, aliases, err)
 	}
 	var tags []string
 	var meta map[string]string
