@@ -21,12 +21,13 @@ import (
 const defenseUsage = `Usage: memstream defense rescan --bank B [--dry-run] [--batch-size N] [--config F] [--set key=value]...
 
 Applies the bank's current defense policy (its stored policy over the
-configured default) to what is already stored: facts (text and context),
-chunks, observation evidence and history, mental models and document
-context. Findings are redacted in place; a fact the policy now blocks is
-invalidated with reason "blocked_by_policy: <labels>". Redacted facts get a
-new embedding and search text. --dry-run counts findings per label and
-the rows that would change, and writes nothing.`
+configured default) to what is already stored: facts (text, context, tags,
+metadata), chunks, observation evidence and history, mental models,
+documents, entities and aliases. Findings are redacted in place; a fact the
+policy now blocks is invalidated with reason "blocked_by_policy: <labels>";
+an entity or alias named after a secret is removed. Redacted facts get a new
+embedding and search text. --dry-run counts findings per label and the rows
+that would change, and writes nothing.`
 
 func cmdDefense(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "rescan" {
@@ -163,8 +164,8 @@ func printRescanSummary(w io.Writer, rep store.RescanReport, took time.Duration)
 	for _, l := range labels {
 		fmt.Fprintf(w, "  finding %-30s %6d\n", l, rep.Findings[l])
 	}
-	fmt.Fprintf(w, "  facts invalidated (blocked): %d, re-embedded: %d, audit rows: %d, conflicts: %d\n",
-		rep.Invalidated, rep.Reembedded, rep.AuditRows, rep.Conflicts)
+	fmt.Fprintf(w, "  facts invalidated (blocked): %d, re-embedded: %d, search_aux rebuilt: %d, audit rows: %d, conflicts: %d\n",
+		rep.Invalidated, rep.Reembedded, rep.AuxRebuilt, rep.AuditRows, rep.Conflicts)
 	if rep.Conflicts > 0 {
 		fmt.Fprintln(w, "  some rows changed while they were being rescanned; run the rescan again to cover them")
 	}
