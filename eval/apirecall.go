@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -62,9 +63,21 @@ func (c APIRecallerConfig) validate() error {
 
 // APIRecaller implements Recaller over POST /v1/default/banks/{bank}/memories/recall,
 // the same path an agent uses, so the benchmark measures what users get.
+//
+// A consolidated observation has no turn of its own, so the recaller looks
+// up its evidence facts (GET …/observations/{id}, then each fact) and
+// reports their turns as the result's Sources. Lookups are cached and
+// shared by the recallers With derives, and happen after the latency is
+// measured.
 type APIRecaller struct {
-	cfg  APIRecallerConfig
-	http *http.Client
+	cfg   APIRecallerConfig
+	http  *http.Client
+	cache *provenanceCache
+}
+
+type provenanceCache struct {
+	mu      sync.Mutex
+	sources map[string][]Evidence // bank + "/" + observation id
 }
 
 // NewAPIRecaller returns a recaller for cfg. client may be nil.
@@ -77,7 +90,18 @@ func NewAPIRecaller(cfg APIRecallerConfig, client *http.Client) (*APIRecaller, e
 		client = &http.Client{}
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	return &APIRecaller{cfg: cfg, http: client}, nil
+	return &APIRecaller{cfg: cfg, http: client, cache: &provenanceCache{sources: map[string][]Evidence{}}}, nil
+}
+
+// With returns a recaller for another ablation variant that shares this
+// one's HTTP client and observation cache.
+func (r *APIRecaller) With(arms []string, fusion string, types []string) (*APIRecaller, error) {
+	cfg := r.cfg
+	cfg.Arms, cfg.Fusion, cfg.Types = arms, fusion, types
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &APIRecaller{cfg: cfg, http: r.http, cache: r.cache}, nil
 }
 
 type apiRecallRequest struct {
@@ -93,6 +117,7 @@ type apiRecallResponse struct {
 	Results []struct {
 		ID         string            `json:"id"`
 		Text       string            `json:"text"`
+		Type       string            `json:"type"`
 		DocumentID string            `json:"document_id"`
 		Metadata   map[string]string `json:"metadata"`
 		Tokens     int               `json:"tokens"`
@@ -122,45 +147,100 @@ func (r *APIRecaller) Recall(ctx context.Context, bankID, query string, queryTim
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
-	endpoint := r.cfg.BaseURL + "/v1/default/banks/" + url.PathEscape(bankID) + "/memories/recall"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(b))
-	if err != nil {
-		return nil, 0, fmt.Errorf("recall bank %s: %w", bankID, err)
+	began := time.Now()
+	var out apiRecallResponse
+	if err := r.call(ctx, http.MethodPost, bankPath(bankID)+"/memories/recall", b, &out); err != nil {
+		return nil, time.Since(began), fmt.Errorf("recall bank %s: %w", bankID, err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	took := time.Since(began)
+	res := make([]Retrieved, 0, len(out.Results))
+	for _, x := range out.Results {
+		rt := Retrieved{
+			ID: x.ID, Text: x.Text, SessionID: x.DocumentID, TurnIndex: turnIndexOf(x.Metadata),
+			Score: x.Scores.Final, Tokens: x.Tokens,
+		}
+		if x.Type == "observation" {
+			if rt.Sources, err = r.observationSources(ctx, bankID, x.ID); err != nil {
+				return nil, took, err
+			}
+		}
+		res = append(res, rt)
+	}
+	return res, took, nil
+}
+
+func bankPath(bankID string) string { return "/v1/default/banks/" + url.PathEscape(bankID) }
+
+// call sends one API request and decodes a 200 answer into out.
+func (r *APIRecaller) call(ctx context.Context, method, path string, body []byte, out any) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, r.cfg.BaseURL+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if r.cfg.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+r.cfg.Token)
 	}
-	began := time.Now()
 	resp, err := r.http.Do(req)
 	if err != nil {
-		return nil, 0, fmt.Errorf("recall bank %s: %w", bankID, err)
+		return err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
-	took := time.Since(began)
 	if err != nil {
-		return nil, took, fmt.Errorf("recall bank %s: read response: %w", bankID, err)
+		return fmt.Errorf("read response: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e apiError
 		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
-			return nil, took, fmt.Errorf("recall bank %s: HTTP %d %s: %s", bankID, resp.StatusCode, e.Error.Code, e.Error.Message)
+			return fmt.Errorf("HTTP %d %s: %s", resp.StatusCode, e.Error.Code, e.Error.Message)
 		}
-		return nil, took, fmt.Errorf("recall bank %s: HTTP %d", bankID, resp.StatusCode)
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
-	var out apiRecallResponse
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, took, fmt.Errorf("recall bank %s: decode response: %w", bankID, err)
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("decode response: %w", err)
 	}
-	res := make([]Retrieved, 0, len(out.Results))
-	for _, x := range out.Results {
-		res = append(res, Retrieved{
-			ID: x.ID, Text: x.Text, SessionID: x.DocumentID, TurnIndex: turnIndexOf(x.Metadata),
-			Score: x.Scores.Final, Tokens: x.Tokens,
-		})
+	return nil
+}
+
+// observationSources returns the turns of an observation's evidence facts.
+func (r *APIRecaller) observationSources(ctx context.Context, bankID, id string) ([]Evidence, error) {
+	key := bankID + "/" + id
+	r.cache.mu.Lock()
+	src, ok := r.cache.sources[key]
+	r.cache.mu.Unlock()
+	if ok {
+		return src, nil
 	}
-	return res, took, nil
+	var obs struct {
+		Evidence []struct {
+			MemoryID string `json:"memory_id"`
+		} `json:"evidence"`
+	}
+	if err := r.call(ctx, http.MethodGet, bankPath(bankID)+"/observations/"+url.PathEscape(id), nil, &obs); err != nil {
+		return nil, fmt.Errorf("observation %s of bank %s: %w", id, bankID, err)
+	}
+	src = []Evidence{}
+	for _, ev := range obs.Evidence {
+		var m struct {
+			DocumentID string            `json:"document_id"`
+			Metadata   map[string]string `json:"metadata"`
+		}
+		if err := r.call(ctx, http.MethodGet, bankPath(bankID)+"/memories/"+url.PathEscape(ev.MemoryID), nil, &m); err != nil {
+			return nil, fmt.Errorf("evidence %s of observation %s in bank %s: %w", ev.MemoryID, id, bankID, err)
+		}
+		src = append(src, Evidence{SessionID: m.DocumentID, TurnIndex: turnIndexOf(m.Metadata)})
+	}
+	r.cache.mu.Lock()
+	r.cache.sources[key] = src
+	r.cache.mu.Unlock()
+	return src, nil
 }
 
 // turnIndexOf reads the source message index the pipeline stores in a

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -58,7 +60,7 @@ func TestAPIRecallerRequestAndMapping(t *testing.T) {
 		{ID: "b", Text: "Alice likes tea", SessionID: "s-1", TurnIndex: UnknownTurn, Score: 0.5},
 		{ID: "c", Text: "observation", TurnIndex: UnknownTurn, Score: 0.2},
 	}
-	if !slices.Equal(res, want) {
+	if !reflect.DeepEqual(res, want) {
 		t.Errorf("results\n got %+v\nwant %+v", res, want)
 	}
 }
@@ -181,5 +183,62 @@ func TestCollapseKeepsTheFirstOfEachText(t *testing.T) {
 	}
 	if !slices.Equal(ids, []string{"1", "3"}) {
 		t.Errorf("kept %v, want [1 3]", ids)
+	}
+}
+
+func TestAPIRecallerResolvesObservationSources(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls[r.URL.Path]++
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/v1/default/banks/b/memories/recall":
+			_, _ = w.Write([]byte(`{"results":[
+				{"id":"obs-1","type":"observation","text":"Alice lives in Lisbon","document_id":"","metadata":{},"scores":{"final":0.9}},
+				{"id":"f-9","type":"world","text":"Alice likes tea","document_id":"s-2","metadata":{"message_index":"1"},"scores":{"final":0.4}}]}`))
+		case "/v1/default/banks/b/observations/obs-1":
+			_, _ = w.Write([]byte(`{"id":"obs-1","evidence":[{"memory_id":"m-1"},{"memory_id":"m-2"}]}`))
+		case "/v1/default/banks/b/memories/m-1":
+			_, _ = w.Write([]byte(`{"id":"m-1","document_id":"s-1","metadata":{"message_index":"4"}}`))
+		case "/v1/default/banks/b/memories/m-2":
+			_, _ = w.Write([]byte(`{"id":"m-2","document_id":"s-3","metadata":{}}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	r, err := NewAPIRecaller(APIRecallerConfig{BaseURL: srv.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := r.Recall(context.Background(), "b", "where does Alice live", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Evidence{{SessionID: "s-1", TurnIndex: 4}, {SessionID: "s-3", TurnIndex: UnknownTurn}}
+	if len(res) != 2 || res[0].TurnIndex != UnknownTurn || !slices.Equal(res[0].Sources, want) {
+		t.Fatalf("observation result = %+v, want sources %v", res, want)
+	}
+	if res[1].Sources != nil {
+		t.Errorf("a fact got sources %v", res[1].Sources)
+	}
+	// A recaller for another variant shares the cache: the observation is
+	// looked up once however often it is returned.
+	other, err := r.With([]string{"semantic"}, "interleave", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := other.Recall(context.Background(), "b", "again", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls["/v1/default/banks/b/observations/obs-1"] != 1 || calls["/v1/default/banks/b/memories/m-1"] != 1 {
+		t.Errorf("lookups %v, want one per observation and fact", calls)
+	}
+	if _, err := r.With(nil, "sum", nil); err == nil {
+		t.Error("With accepted fusion \"sum\"")
 	}
 }

@@ -23,8 +23,12 @@ type Retrieved struct {
 	// session id as document id.
 	SessionID string `json:"session_id"`
 	// TurnIndex is the message index inside the session, or UnknownTurn.
-	TurnIndex int     `json:"turn_index"`
-	Score     float64 `json:"score"`
+	TurnIndex int `json:"turn_index"`
+	// Sources are the turns a result was derived from besides its own, for
+	// example the evidence facts of a consolidated observation: the
+	// observation carries what those turns said, so finding it finds them.
+	Sources []Evidence `json:"sources,omitempty"`
+	Score   float64    `json:"score"`
 	// Tokens is the result's size in tokens; zero means "estimate it from
 	// Text", so callers without a tokenizer still get a cost figure.
 	Tokens int `json:"tokens"`
@@ -196,16 +200,22 @@ func scoreQuestion(q Question, a *Answer, budget int) QuestionResult {
 		turnEv = appendUnique(turnEv, turnKey(e.SessionID, e.TurnIndex))
 		sessEv = appendUnique(sessEv, e.SessionID)
 	}
-	turnHits := make([]string, len(a.Results))
-	sessHits := make([]string, len(a.Results))
+	turnHits := make([][]string, len(a.Results))
+	sessHits := make([][]string, len(a.Results))
 	for i, r := range a.Results {
 		if r.TurnIndex >= 0 {
-			turnHits[i] = turnKey(r.SessionID, r.TurnIndex)
+			turnHits[i] = append(turnHits[i], turnKey(r.SessionID, r.TurnIndex))
 		}
-		sessHits[i] = r.SessionID
+		sessHits[i] = append(sessHits[i], r.SessionID)
+		for _, s := range r.Sources {
+			if s.TurnIndex >= 0 {
+				turnHits[i] = append(turnHits[i], turnKey(s.SessionID, s.TurnIndex))
+			}
+			sessHits[i] = append(sessHits[i], s.SessionID)
+		}
 	}
-	res.Turn = retrieval(turnEv, turnHits)
-	res.Session = retrieval(sessEv, sessHits)
+	res.Turn = retrievalMulti(turnEv, turnHits)
+	res.Session = retrievalMulti(sessEv, sessHits)
 	res.AnswerInContext = answerInContext(q, a.Results, budget)
 	if q.Type == TypeKnowledgeUpdate && len(q.GoldAnswers) > 0 {
 		res.UpdateCorrect = updateCorrect(q.GoldAnswers[0], q.OldValue, a.Results)
@@ -222,28 +232,48 @@ func appendUnique(xs []string, x string) []string {
 	return append(xs, x)
 }
 
-// retrieval scores ranked hits against evidence items. A hit counts only
-// the first time it finds an evidence item: memstream may return several
-// facts from one turn, and counting them all would push NDCG above 1.
+// retrieval scores ranked hits against evidence items, one item per rank.
 func retrieval(evidence, hits []string) Retrieval {
+	multi := make([][]string, len(hits))
+	for i, h := range hits {
+		if h != "" {
+			multi[i] = []string{h}
+		}
+	}
+	return retrievalMulti(evidence, multi)
+}
+
+// retrievalMulti scores ranked hits against evidence items. A rank may
+// stand for several items: an observation carries every turn it was built
+// from. A hit counts only the first time it finds an evidence item:
+// memstream may return several facts from one turn, and counting them all
+// would push NDCG above 1. For the same reason a rank gains at most 1 in
+// DCG however many new items it finds, while recall_all counts them all.
+func retrievalMulti(evidence []string, hits [][]string) Retrieval {
 	var out Retrieval
 	if len(evidence) == 0 {
 		return out
 	}
 	found := map[string]bool{}
 	var dcg float64
-	for i, h := range hits {
-		if h == "" || found[h] || !slices.Contains(evidence, h) {
+	for i, keys := range hits {
+		fresh := false
+		for _, h := range keys {
+			if h == "" || found[h] || !slices.Contains(evidence, h) {
+				continue
+			}
+			found[h] = true
+			fresh = true
+		}
+		if !fresh {
 			continue
 		}
-		found[h] = true
 		if out.MRR == 0 {
 			out.MRR = 1 / float64(i+1)
 		}
 		if i < 10 {
 			dcg += 1 / math.Log2(float64(i+2))
 		}
-		n := len(found)
 		if i < 1 {
 			out.RecallAny1 = 1
 		}
@@ -252,7 +282,7 @@ func retrieval(evidence, hits []string) Retrieval {
 		}
 		if i < 10 {
 			out.RecallAny10 = 1
-			if n == len(evidence) {
+			if len(found) == len(evidence) {
 				out.RecallAll10 = 1
 			}
 		}

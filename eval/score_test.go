@@ -251,3 +251,33 @@ func TestTokenEstimate(t *testing.T) {
 		}
 	}
 }
+
+// An observation built from both evidence turns of a multi-session
+// question finds both at its rank, but gains DCG only once there.
+func TestScoreCountsObservationSources(t *testing.T) {
+	qs := []Question{{ID: "m", BankID: "b", Type: TypeMultiSession, GoldAnswers: []string{"Seoul", "Dublin"},
+		Evidence: []Evidence{{"s1", 2}, {"s2", 3}}}}
+	as := []Answer{{QuestionID: "m", Results: []Retrieved{
+		{Text: "unrelated", SessionID: "s9", TurnIndex: 0, Tokens: 3},
+		{Text: "Travels for work to Seoul and Dublin", TurnIndex: UnknownTurn, Tokens: 8,
+			Sources: []Evidence{{"s1", 2}, {"s2", 3}, {"s7", UnknownTurn}}},
+		{Text: "The client visit in Seoul", SessionID: "s1", TurnIndex: 2, Tokens: 5},
+	}}}
+	rep, err := Score(qs, as, ScoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rep.Questions[0]
+	// Both items at rank 2: DCG = 1/log2(3); ideal = 1 + 1/log2(3).
+	want := Retrieval{RecallAny1: 0, RecallAny5: 1, RecallAny10: 1, RecallAll10: 1,
+		NDCG10: (1 / math.Log2(3)) / (1 + 1/math.Log2(3)), MRR: 0.5}
+	if !retrievalNear(got.Turn, want) {
+		t.Errorf("turn = %+v, want %+v", got.Turn, want)
+	}
+	if !retrievalNear(got.Session, want) {
+		t.Errorf("session = %+v, want %+v", got.Session, want)
+	}
+	if !got.AnswerInContext {
+		t.Error("both cities are in the observation's text")
+	}
+}

@@ -175,6 +175,7 @@ func cmdEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	conc := fs.Int("concurrency", 1, "questions in flight (1 keeps latency figures free of self-inflicted queueing)")
 	ingestTimeout := fs.Duration("ingest-timeout", 20*time.Minute, "how long to wait for every event to be stored")
 	consTimeout := fs.Duration("consolidation-timeout", 10*time.Minute, "how long to wait for consolidation to drain")
+	verbose := fs.Bool("verbose", false, "log the in-process memstream at the configured level (default: warnings only, so the tables stay readable)")
 	consStall := fs.Duration("consolidation-stall", 30*time.Second, "stop waiting for consolidation when pending_consolidation does not change for this long")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, evalUsage+"\nFlags of run:\n")
@@ -216,6 +217,9 @@ func cmdEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		if opts.Config, err = inProcessConfig(cfg, tmp); err != nil {
 			return err
+		}
+		if !*verbose {
+			opts.Config.Log.Level = "warn"
 		}
 	}
 	_, err = runEval(ctx, opts, stdout, stderr)
@@ -352,8 +356,14 @@ func runEval(ctx context.Context, opts evalRunOptions, stdout, stderr io.Writer)
 
 	mainName := describeRun(opts.Arms, opts.Fusion)
 	fmt.Fprintf(stdout, "== asking %d questions (%s) …\n", len(d.Questions), mainName)
+	// One recaller, derived per variant, so that an observation's evidence
+	// is looked up once for the whole run.
+	api, err := eval.NewAPIRecaller(eval.APIRecallerConfig{BaseURL: base, Token: opts.Token, MaxTokens: opts.MaxTokens}, nil)
+	if err != nil {
+		return nil, err
+	}
 	var rec *eval.Recorder
-	out.Main, rec, err = evalPass(ctx, d, opts, base, eval.Variant{Name: mainName, Arms: opts.Arms, Fusion: opts.Fusion})
+	out.Main, rec, err = evalPass(ctx, d, opts, api, eval.Variant{Name: mainName, Arms: opts.Arms, Fusion: opts.Fusion})
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +375,7 @@ func runEval(ctx context.Context, opts evalRunOptions, stdout, stderr io.Writer)
 		out.Ablation = append(out.Ablation, evalArm{Name: mainName, Report: out.Main})
 		for _, v := range eval.AblationVariants() {
 			fmt.Fprintf(stdout, "== ablation: %s …\n", v.Name)
-			rep, _, err := evalPass(ctx, d, opts, base, v)
+			rep, _, err := evalPass(ctx, d, opts, api, v)
 			if err != nil {
 				return nil, err
 			}
@@ -407,10 +417,8 @@ func describeRun(arms []string, fusion string) string {
 
 // evalPass asks every question once with one recall configuration. The
 // recorder holds the results, for the list of misses.
-func evalPass(ctx context.Context, d *eval.Dataset, opts evalRunOptions, base string, v eval.Variant) (eval.Report, *eval.Recorder, error) {
-	r, err := eval.NewAPIRecaller(eval.APIRecallerConfig{
-		BaseURL: base, Token: opts.Token, MaxTokens: opts.MaxTokens, Arms: v.Arms, Fusion: v.Fusion, Types: v.Types,
-	}, nil)
+func evalPass(ctx context.Context, d *eval.Dataset, opts evalRunOptions, api *eval.APIRecaller, v eval.Variant) (eval.Report, *eval.Recorder, error) {
+	r, err := api.With(v.Arms, v.Fusion, v.Types)
 	if err != nil {
 		return eval.Report{}, nil, err
 	}
