@@ -99,7 +99,7 @@ func TestEvalRegressionGate(t *testing.T) {
 		IngestTimeout: 2 * time.Minute,
 		// Long enough to see a consolidation worker make progress, short
 		// enough not to stall the suite when none is running.
-		ConsolidationStall: 5 * time.Second, ConsolidationTimeout: time.Minute,
+		ConsolidationStall: 5 * time.Second, ConsolidationTimeout: 90 * time.Second,
 	}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("eval run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), tail(stderr.String(), 4000))
