@@ -110,8 +110,8 @@ type benchFact struct {
 // the semantic arm sees vectors of the same model. Secondary indexes of the
 // loaded tables are dropped for the load and rebuilt from their own
 // definitions afterwards (an HNSW index built once is much faster than one
-// grown row by row), then the tables are analysed so the planner sees the
-// real sizes. Use a schema of its own: other banks' writes would stall
+// grown row by row), then the tables are vacuumed and analysed so the
+// planner sees the real sizes. Use a schema of its own: other banks' writes would stall
 // behind the rebuild.
 func LoadBenchBank(ctx context.Context, pool *pgxpool.Pool, emb Embedder, cfg BenchBankConfig, progress func(string)) (*BenchBank, error) {
 	if cfg.Facts < 1 || cfg.Queries < 1 || cfg.BankID == "" {
@@ -177,9 +177,11 @@ func LoadBenchBank(ctx context.Context, pool *pgxpool.Pool, emb Embedder, cfg Be
 			return nil, fmt.Errorf("bench bank: rebuild index: %s: %w", def, err)
 		}
 	}
+	// VACUUM as well: autovacuum would have set the visibility map of a
+	// bank this size long ago, and index-only scans depend on it.
 	for _, t := range []string{"memory_units", "entities", "entity_aliases", "unit_entities", "memory_links"} {
-		if _, err := conn.Exec(ctx, "ANALYZE "+t); err != nil {
-			return nil, fmt.Errorf("bench bank: analyze %s: %w", t, err)
+		if _, err := conn.Exec(ctx, "VACUUM (ANALYZE) "+t); err != nil {
+			return nil, fmt.Errorf("bench bank: vacuum %s: %w", t, err)
 		}
 	}
 	return &BenchBank{BankID: cfg.BankID, Facts: len(facts), Entities: len(people), Links: nLinks,

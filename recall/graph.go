@@ -56,17 +56,18 @@ const (
 	//
 	// Hop 1: facts that mention a seed entity, scored by the summed
 	// weights of the seeds they mention (a fact naming both people asked
-	// about beats one naming either). Each entity lends at most $11
-	// facts, so that a city or a spouse mentioned by thousands of facts
-	// cannot make every recall aggregate all of them. For an entity the
-	// query names, those are its most recently stored facts:
-	// unit_entities rows are only ever inserted, so ctid order is ingest
-	// order, and sorting by it reads no memory_units row, but it does
-	// read every unit_entities row of the entity. The weaker entities of
-	// semantic seed facts (at most $12 mentions) lend the first $11 rows
-	// of the index instead, which costs $11 reads however the entity
-	// grows. The ctid (t) also breaks ties between equal scores later,
-	// newest first.
+	// about beats one naming either). Each entity lends a bounded number
+	// of facts, so that a city or a spouse mentioned by thousands of
+	// facts cannot make every recall aggregate all of them. An entity the
+	// query names in full (weight 1) lends its $11 most recently stored
+	// facts: unit_entities rows are only ever inserted, so ctid order is
+	// ingest order, and sorting by it reads no memory_units row, though
+	// it reads every unit_entities row of the entity. Weaker seeds (a
+	// given name alone that fits forty people, a trigram match, the
+	// entities of the nearest facts, at most $12 mentions) lend the first
+	// $13 rows of the index, which costs $13 reads however big the entity
+	// is; $13 shrinks as they multiply. The ctid (t) also breaks ties
+	// between equal scores later, newest first.
 	//
 	// Hop 2: facts linked to the best $9 hop-1 facts or to the nearest
 	// facts, scored by the parent's score times the link weight, damped
@@ -86,7 +87,7 @@ const (
 		LIMIT $8),
 	seeds AS (
 		SELECT x.entity_id, max(x.w) AS w, bool_or(x.named) AS named FROM (
-			SELECT s.entity_id, s.w, true AS named FROM unnest($5::uuid[], $6::float8[]) AS s(entity_id, w)
+			SELECT s.entity_id, s.w, s.w >= 1 AS named FROM unnest($5::uuid[], $6::float8[]) AS s(entity_id, w)
 			UNION ALL
 			SELECT ue.entity_id, $10 * u.score, false FROM useeds u JOIN unit_entities ue ON ue.unit_id = u.id
 			JOIN entities e ON e.id = ue.entity_id WHERE e.mention_count <= $12) x
@@ -98,7 +99,7 @@ const (
 			 WHERE s.named AND ue.entity_id = s.entity_id ORDER BY ue.ctid DESC LIMIT $11)
 			UNION ALL
 			(SELECT ue.unit_id, ue.ctid FROM unit_entities ue
-			 WHERE NOT s.named AND ue.entity_id = s.entity_id LIMIT $11)) f
+			 WHERE NOT s.named AND ue.entity_id = s.entity_id LIMIT $13)) f
 		GROUP BY f.unit_id),
 	starts AS (
 		(SELECT h.id, h.score FROM hop1 h ORDER BY h.score DESC, h.t DESC LIMIT $9)
@@ -129,6 +130,10 @@ const (
 // hop1PerEntity is how many facts one seed entity lends to hop 1: twice
 // the arm's pool, so that facts naming two seeds can still meet.
 func hop1PerEntity(pool int) int { return 2 * pool }
+
+// hop1PerWeakEntity shares hop 1 among n weak seed entities: together
+// they lend about as much as one named entity, and each at least a few.
+func hop1PerWeakEntity(pool, n int) int { return max(hop1PerEntity(pool)/max(n, 1), 5) }
 
 // maxSeedMentions is the most facts an entity of a semantic seed fact may
 // be mentioned by and still seed the walk: a few times what hop 1 takes
@@ -322,8 +327,14 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 	for id, w := range seeds {
 		entIDs, entW = append(entIDs, id), append(entW, w)
 	}
+	weak := semanticSeedFacts // about one entity per nearest fact
+	for _, w := range entW {
+		if w < seedExact {
+			weak++
+		}
+	}
 	args := append(q.filterArgs(), entIDs, entW, vec, semanticSeedFacts, q.pool, seedSemantic,
-		hop1PerEntity(q.pool), maxSeedMentions(q.pool))
+		hop1PerEntity(q.pool), maxSeedMentions(q.pool), hop1PerWeakEntity(q.pool, weak))
 	// Five seeds need no wide beam: the server's default ef_search is
 	// plenty, and cheaper than the budget's.
 	var out []Candidate

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	tiktoken "github.com/pkoukk/tiktoken-go"
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 )
@@ -59,8 +60,37 @@ func newTokenCounter(name string) (tokenCounter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return bpeCounter{enc: enc}, nil
+	cache, err := lru.New[string, int](tokenCacheSize)
+	if err != nil {
+		return nil, err
+	}
+	return cachedCounter{inner: bpeCounter{enc: enc}, cache: cache}, nil
 }
+
+// tokenCacheSize bounds the cached counts. Encoding with cl100k costs tens
+// of microseconds a fact (its pre-tokenizer is a backtracking regexp), a
+// recall counts up to a hundred and fifty facts, and the same facts come
+// back again and again, as do their shared contexts.
+const tokenCacheSize = 32768
+
+// cachedCounter memoises a counter. The count is a pure function of the
+// string, so the cache can never be stale; keying by text rather than by
+// fact id keeps it right when consolidation rewrites an observation.
+type cachedCounter struct {
+	inner tokenCounter
+	cache *lru.Cache[string, int]
+}
+
+func (c cachedCounter) count(s string) int {
+	if n, ok := c.cache.Get(s); ok {
+		return n
+	}
+	n := c.inner.count(s)
+	c.cache.Add(s, n)
+	return n
+}
+
+func (c cachedCounter) name() string { return c.inner.name() }
 
 type bpeCounter struct{ enc *tiktoken.Tiktoken }
 

@@ -235,3 +235,30 @@ func TestStatCacheExpires(t *testing.T) {
 		t.Error("disabled cache served a value")
 	}
 }
+
+func TestCachedTokenCounter(t *testing.T) {
+	tc, err := newTokenCounter(TokenizerCL100K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, ok := tc.(cachedCounter)
+	if !ok {
+		t.Fatalf("cl100k counter is %T, want cachedCounter", tc)
+	}
+	texts := []string{"The user is allergic to peanuts", "张伟搬到深圳工作了", "", "Order A-7731-QX"}
+	for _, s := range texts {
+		want := cc.inner.count(s)
+		if got := cc.count(s); got != want {
+			t.Errorf("first count(%q) = %d, want %d", s, got, want)
+		}
+		if got := cc.count(s); got != want {
+			t.Errorf("cached count(%q) = %d, want %d", s, got, want)
+		}
+	}
+	if cc.cache.Len() != len(texts) {
+		t.Errorf("cache holds %d entries, want %d", cc.cache.Len(), len(texts))
+	}
+	if cc.name() != "cl100k_base" {
+		t.Errorf("name = %q", cc.name())
+	}
+}
