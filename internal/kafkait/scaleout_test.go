@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -78,16 +79,28 @@ type proc struct {
 	addr   string
 }
 
-var listenRE = regexp.MustCompile(`msg="http api listening" addr=(\S+)`)
+// freeAddr returns a loopback address with a port that was free a moment
+// ago: ingest-only processes do not log where their ops listener bound, so
+// the test chooses the port.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
 
-// serve starts `memstream serve --roles ingest,api` against the harness's
-// topics, schema and group. The api role is there only so /metrics can be
-// scraped; ingest-only processes serve no HTTP. Settings go through
-// MEMSTREAM_* variables as a deployment would set them.
+// serve starts `memstream serve --roles ingest` against the harness's
+// topics, schema and group, and waits until its /health/ready reports the
+// database and Kafka reachable. Settings go through MEMSTREAM_* variables as
+// a deployment sets them.
 func (h *harness) serve(name, group string, extraEnv ...string) *proc {
 	h.t.Helper()
 	bin := memstreamBin(h.t)
-	cmd := exec.Command(bin, "serve", "--roles", "ingest,api")
+	addr := freeAddr(h.t)
+	cmd := exec.Command(bin, "serve", "--roles", "ingest")
 	cmd.Env = append(os.Environ(),
 		"MEMSTREAM_DATA_DIR="+filepath.Join(h.t.TempDir(), name),
 		"MEMSTREAM_DATABASE_URL="+h.dbURL,
@@ -99,14 +112,14 @@ func (h *harness) serve(name, group string, extraEnv ...string) *proc {
 		"MEMSTREAM_KAFKA_CLIENT_ID="+name,
 		"MEMSTREAM_KAFKA_EMBEDDED_PARTITIONS=12",
 		"MEMSTREAM_KAFKA_SHUTDOWN_TIMEOUT=20s",
-		"MEMSTREAM_HTTP_ADDR=127.0.0.1:0",
+		"MEMSTREAM_HTTP_ADDR="+addr,
 		"MEMSTREAM_EMBED_DIM="+strconv.Itoa(dim),
 		"MEMSTREAM_DEFENSE_AUDIT_SALT=kafkait-fingerprint-salt",
 		"MEMSTREAM_CONSOLIDATION_ENABLED=false",
 		"MEMSTREAM_LOG_LEVEL=info",
 	)
 	cmd.Env = append(cmd.Env, extraEnv...)
-	p := &proc{name: name, cmd: cmd, log: &lockedBuffer{}, exited: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, log: &lockedBuffer{}, exited: make(chan struct{}), addr: addr}
 	cmd.Stdout = io.Discard
 	cmd.Stderr = p.log
 	if err := cmd.Start(); err != nil {
@@ -128,18 +141,22 @@ func (h *harness) serve(name, group string, extraEnv ...string) *proc {
 		}
 	})
 	deadline := time.Now().Add(2 * time.Minute)
-	for p.addr == "" {
-		if m := listenRE.FindStringSubmatch(p.log.String()); m != nil {
-			p.addr = m[1]
+	for {
+		code, body := p.get("/health/ready")
+		if code == http.StatusOK {
+			// Readiness of the ingest role: both of its dependencies.
+			if !strings.Contains(body, `"database":"ok"`) || !strings.Contains(body, `"kafka":"ok"`) {
+				h.t.Fatalf("%s: readiness %s does not check database and kafka", name, body)
+			}
 			break
 		}
 		select {
 		case <-p.exited:
 			h.t.Fatalf("%s exited during start: %v\n%s", name, p.err, p.log.String())
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("%s did not start listening within 2m:\n%s", name, p.log.String())
+			h.t.Fatalf("%s not ready within 2m (last: %d %s):\n%s", name, code, body, tail(p.log.String(), 30))
 		}
 	}
 	return p
@@ -189,6 +206,19 @@ func (p *proc) terminate(t *testing.T) {
 	if p.err != nil {
 		t.Fatalf("%s exited with %v after SIGTERM:\n%s", p.name, p.err, tail(p.log.String(), 30))
 	}
+}
+
+// get fetches a path from the process's HTTP listener; code 0 when it is
+// not listening (yet).
+func (p *proc) get(path string) (int, string) {
+	cl := http.Client{Timeout: 5 * time.Second}
+	resp, err := cl.Get("http://" + p.addr + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 var sampleRE = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$`)
