@@ -290,11 +290,15 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 		}
 		// A surname or given-name key counts only for a span that named
 		// nobody in full: "Zhang Wei" must not also pull in every Zhang.
+		// A full-name key that fits several entities ("Maria" for forty
+		// Marias) identifies none of them: the weight is shared, down to
+		// that of a partial key.
 		for _, n := range names {
 			exact := false
 			for _, k := range n.exact {
-				for _, id := range byKey[k] {
-					bump(id, seedExact)
+				ids := byKey[k]
+				for _, id := range ids {
+					bump(id, max(seedExact/float64(len(ids)), seedPartial))
 					exact = true
 				}
 			}

@@ -648,3 +648,30 @@ func TestSemanticCorrectUnderFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestAmbiguousAliasIsWeak checks that a full-name key shared by several
+// entities seeds each of them below an unambiguous name: "Alex" fits two
+// people, "Alex Moreno" one, so for "Alex Moreno and Alex" the fact about
+// Alex Moreno must rank first in the graph arm.
+func TestAmbiguousAliasIsWeak(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, []fact{
+		{key: "moreno", bank: "b1", text: "He repairs vintage motorcycles", entity: &entity{name: "Alex Moreno", aliases: []string{"Alex"}}},
+		{key: "kim", bank: "b1", text: "She teaches violin on weekends", entity: &entity{name: "Alex Kim", aliases: []string{"Alex"}}},
+	})
+	r := fx.recaller(t, nil, Config{})
+	resp, err := r.Recall(context.Background(), Request{BankID: "b1", Query: "Alex Moreno and Alex", QueryTime: queryTime, Arms: []string{ArmGraph}, Trace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c []Candidate
+	for _, a := range resp.Trace.Arms {
+		c = a.Candidates
+	}
+	if len(c) != 2 {
+		t.Fatalf("graph candidates = %v, want both facts", c)
+	}
+	if c[0].ID != fx.id(t, "moreno") || !(c[0].Score > c[1].Score) {
+		t.Errorf("graph order = %v, want Alex Moreno's fact strictly first", names(fx, []uuid.UUID{c[0].ID, c[1].ID}))
+	}
+}
