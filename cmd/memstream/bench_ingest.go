@@ -261,16 +261,24 @@ var (
 	}
 )
 
+// benchSpan is the time the synthetic events spread over. Real chat
+// history is spread over weeks; packing thousands of events into one
+// second apart would put every fact of a bank inside one 24-hour temporal
+// link window, a load no real agent produces.
+const benchSpan = 90 * 24 * time.Hour
+
 // genEvents builds n events of realistic chat size: 2-6 messages of 40-400
-// characters, over banks×conversations, about one in five in Chinese.
+// characters, over banks×conversations, about one in five in Chinese,
+// spread evenly over benchSpan.
 func genEvents(n, banks int, seed uint64, prefix string, t0 time.Time) []benchEvent {
 	r := mrand.New(mrand.NewPCG(seed, 0x5eed))
 	out := make([]benchEvent, n)
+	step := benchSpan / time.Duration(max(n, 1))
 	for i := range out {
 		bank := fmt.Sprintf("%sbank-%02d", prefix, r.IntN(banks))
 		doc := fmt.Sprintf("conv-%03d", r.IntN(40))
 		zh := r.IntN(5) == 0
-		at := t0.Add(time.Duration(i) * time.Second)
+		at := t0.Add(time.Duration(i) * step)
 		nmsg := 2 + r.IntN(5)
 		var msgs []map[string]string
 		for m := 0; m < nmsg; m++ {
@@ -623,7 +631,7 @@ func benchIngestOffline(ctx context.Context, env *benchEnv, f ingestBenchFlags, 
 	// Phase 2, latency: a paced stream at half the measured throughput,
 	// produce timestamp → transaction committed, per event.
 	rate := max(res.EventsPerS/2, 1)
-	lat := genEvents(f.latencyEvents, f.banks, f.seed+1, "lat-", t0.Add(48*time.Hour))
+	lat := genEvents(f.latencyEvents, f.banks, f.seed+1, "lat-", t0.Add(benchSpan))
 	res.LatencyEvents, res.LatencyRatePS = len(lat), rate
 	fmt.Fprintf(stderr, "bench ingest: phase 2 (latency): %d events paced at %.0f/s\n", len(lat), rate)
 	sent := make(map[string]time.Time, len(lat))
