@@ -150,11 +150,14 @@ type evalOutcome struct {
 	// drained, no reranker), so a reader of report.json sees them too.
 	Notes []string `json:"notes,omitempty"`
 	// Coverage says which evidence turns ingestion stored at all.
-	Coverage    *eval.Coverage `json:"coverage,omitempty"`
-	IngestSecs  float64        `json:"ingest_seconds"`
-	MeasuredAt  string         `json:"measured_at"`
-	Banks       int            `json:"banks"`
-	DeadLetters int64          `json:"dead_letters"`
+	Coverage   *eval.Coverage `json:"coverage,omitempty"`
+	IngestSecs float64        `json:"ingest_seconds"`
+	// ConsolidationSecs is how long the wait for consolidation took after
+	// ingestion, until it drained or the runner gave up.
+	ConsolidationSecs float64 `json:"consolidation_seconds"`
+	MeasuredAt        string  `json:"measured_at"`
+	Banks             int     `json:"banks"`
+	DeadLetters       int64   `json:"dead_letters"`
 }
 
 type evalArm struct {
@@ -337,9 +340,14 @@ func runEval(ctx context.Context, opts evalRunOptions, stdout, stderr io.Writer)
 		fmt.Fprintf(stdout, "== stored in %.1fs (%d dead-lettered)\n", out.IngestSecs, out.DeadLetters)
 	}
 	out.Banks = len(expected)
+	consBegan := time.Now()
 	note, err := waitConsolidated(ctx, c, expected, opts.ConsolidationTimeout, opts.ConsolidationStall)
 	if err != nil {
 		return nil, err
+	}
+	out.ConsolidationSecs = time.Since(consBegan).Seconds()
+	if note == "" {
+		fmt.Fprintf(stdout, "== consolidation drained in %.1fs\n", out.ConsolidationSecs)
 	}
 	if note != "" {
 		out.Notes = append(out.Notes, note)
