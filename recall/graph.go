@@ -69,13 +69,13 @@ const (
 	// is; $13 shrinks as they multiply. The ctid (t) also breaks ties
 	// between equal scores later, newest first.
 	//
-	// Hop 2: facts linked to the best $9 hop-1 facts or to the nearest
+	// Hop 2: facts linked to the best $9/2 hop-1 facts or to the nearest
 	// facts, scored by the parent's score times the link weight, damped
 	// by link type: causal links carry the most meaning, entity and
 	// temporal links the least (entity links repeat hop 1, temporal ones
 	// are only nearness).
 	//
-	// Only the best 2·$9 facts of both hops are looked up in memory_units
+	// Only the best 1.5·$9 facts of both hops are looked up in memory_units
 	// for the request's filters: each lookup is a random read, and they
 	// were most of the arm's time. Seed entities belong to the bank, so
 	// both hops stay inside it; the final filter drops invalidated facts.
@@ -102,7 +102,7 @@ const (
 			 WHERE NOT s.named AND ue.entity_id = s.entity_id LIMIT $13)) f
 		GROUP BY f.unit_id),
 	starts AS (
-		(SELECT h.id, h.score FROM hop1 h ORDER BY h.score DESC, h.t DESC LIMIT $9)
+		(SELECT h.id, h.score FROM hop1 h ORDER BY h.score DESC, h.t DESC LIMIT $9 / 2)
 		UNION ALL
 		SELECT * FROM useeds),
 	hop2 AS (
@@ -119,7 +119,7 @@ const (
 		FROM (SELECT * FROM hop1 UNION ALL SELECT id, score, NULL FROM hop2) x
 		GROUP BY id
 		ORDER BY 2 DESC, 3 DESC NULLS LAST
-		LIMIT 2 * $9)
+		LIMIT $9 + $9 / 2)
 	SELECT m.id, sc.score
 	FROM scored sc JOIN memory_units m ON m.id = sc.id
 	WHERE ` + unitFilter + ` AND sc.score > 0
