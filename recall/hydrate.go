@@ -13,12 +13,14 @@ import (
 
 // qHydrate loads every fused candidate in one round trip, with its entities
 // and its similarity to the query (which arms other than semantic do not
-// compute, and the final score needs for all). The bank and state are
+// compute, and the final score needs for all), and its embedding only when
+// $4 asks for it (diversification), since it is the bulk of a row. The bank and state are
 // checked again: a fact invalidated while the arms ran is not returned.
 const qHydrate = `SELECT m.id, m.text, m.fact_type, m.context, m.occurred_start, m.occurred_end, m.mentioned_at,
 	coalesce(m.document_id, ''), m.tags, m.metadata, coalesce(m.source_event_id, ''), m.proof_count, coalesce(m.trend, ''),
 	CASE WHEN $3::halfvec IS NULL OR m.embedding IS NULL THEN 0 ELSE 1 - (m.embedding <=> $3::halfvec) END,
-	coalesce(e.ids, '{}'), coalesce(e.names, '{}'), coalesce(e.kinds, '{}')
+	coalesce(e.ids, '{}'), coalesce(e.names, '{}'), coalesce(e.kinds, '{}'),
+	CASE WHEN $4::bool THEN m.embedding END
 FROM memory_units m
 LEFT JOIN LATERAL (
 	SELECT array_agg(en.id ORDER BY en.canonical_name) AS ids,
@@ -33,6 +35,7 @@ type hydrated struct {
 	Result
 	sim  float64
 	ents []EntityRef
+	vec  []float32 // only with Request.Diversity
 }
 
 // maxHydrate caps the fused list that is loaded: past a few pools deep the
@@ -51,7 +54,7 @@ func (r *Recaller) hydrate(ctx context.Context, q *query, fs []fused) ([]hydrate
 	if q.embedErr == nil && q.vec != nil {
 		vec = pgvector.NewHalfVector(q.vec)
 	}
-	rows, err := r.pool.Query(ctx, qHydrate, ids, q.BankID, vec)
+	rows, err := r.pool.Query(ctx, qHydrate, ids, q.BankID, vec, q.Diversity > 0)
 	if err != nil {
 		return nil, fmt.Errorf("hydrate %d facts: %w", len(ids), err)
 	}
@@ -61,10 +64,14 @@ func (r *Recaller) hydrate(ctx context.Context, q *query, fs []fused) ([]hydrate
 		var meta map[string]any
 		var eids []uuid.UUID
 		var names, kinds []string
+		var emb *pgvector.HalfVector
 		err := row.Scan(&h.ID, &h.Text, &h.Type, &h.Context, &os, &oe, &h.MentionedAt, &h.DocumentID, &h.Tags,
-			&meta, &h.SourceEventID, &h.ProofCount, &h.Trend, &h.sim, &eids, &names, &kinds)
+			&meta, &h.SourceEventID, &h.ProofCount, &h.Trend, &h.sim, &eids, &names, &kinds, &emb)
 		if err != nil {
 			return h, err
+		}
+		if emb != nil {
+			h.vec = emb.Slice()
 		}
 		h.OccurredStart, h.OccurredEnd = os, oe
 		h.Metadata = stringMap(meta)

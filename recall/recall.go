@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"time"
 
@@ -81,6 +82,12 @@ type Request struct {
 	Arms []string
 	// Trace asks for per-arm candidates and timings in Response.Trace.
 	Trace bool
+	// Diversity turns on maximal marginal relevance: results are picked
+	// one by one, each by (1-Diversity)·relevance − Diversity·(its
+	// highest cosine to a result already picked), so five paraphrases of
+	// one fact do not crowd out the rest of the budget. 0 (the default)
+	// keeps the score order; must be in [0, 1).
+	Diversity float64
 }
 
 // Scores explains a result's rank.
@@ -309,6 +316,9 @@ func (r *Recaller) prepare(req Request) (*query, error) {
 	default:
 		return nil, &RequestError{Field: "tags_match", Message: fmt.Sprintf("%q is not any, all, any_strict, all_strict or exact", req.TagsMatch)}
 	}
+	if req.Diversity < 0 || req.Diversity >= 1 || math.IsNaN(req.Diversity) {
+		return nil, &RequestError{Field: "diversity", Message: fmt.Sprintf("%g is not in [0, 1)", req.Diversity)}
+	}
 	for _, t := range req.Types {
 		if t != "world" && t != "experience" && t != "observation" {
 			return nil, &RequestError{Field: "types", Message: fmt.Sprintf("%q is not world, experience or observation", t)}
@@ -452,6 +462,9 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 			return Response{}, 0, fmt.Errorf("recall bank %s: %w", q.BankID, err)
 		}
 		scoreResults(hs, fs, q, r.cfg)
+		if q.Diversity > 0 {
+			diversify(hs, q.Diversity)
+		}
 		hs, used, dropped = r.fitBudget(hs, q.MaxTokens)
 		resp.Results = make([]Result, len(hs))
 		for i := range hs {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -673,5 +674,42 @@ func TestAmbiguousAliasIsWeak(t *testing.T) {
 	}
 	if c[0].ID != fx.id(t, "moreno") || !(c[0].Score > c[1].Score) {
 		t.Errorf("graph order = %v, want Alex Moreno's fact strictly first", names(fx, []uuid.UUID{c[0].ID, c[1].ID}))
+	}
+}
+
+// TestDiversity checks the request flag end to end: with it, a distinct
+// fact comes before the paraphrases of the best one; without it, the
+// paraphrases come first; and an out-of-range value is refused.
+func TestDiversity(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, []fact{
+		{key: "p1", bank: "b1", text: "Maria loves birdwatching in the city park"},
+		{key: "p2", bank: "b1", text: "Maria loves birdwatching in the city park on Sundays"},
+		{key: "p3", bank: "b1", text: "Maria loves birdwatching in the big city park"},
+		{key: "other", bank: "b1", text: "Maria loves painting with watercolors"},
+	})
+	r := fx.recaller(t, fx.emb, Config{})
+	pos := func(diversity float64) int {
+		t.Helper()
+		resp, err := r.Recall(context.Background(), Request{BankID: "b1", Query: "Maria loves birdwatching in the city park",
+			QueryTime: queryTime, Arms: []string{ArmSemantic}, Diversity: diversity})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Results) != 4 {
+			t.Fatalf("got %d results, want 4", len(resp.Results))
+		}
+		return slices.Index(ids(resp.Results), fx.id(t, "other"))
+	}
+	if p := pos(0); p != 3 {
+		t.Fatalf("without diversity the distinct fact is at %d, want last (3)", p)
+	}
+	if p := pos(0.6); p != 1 {
+		t.Errorf("with diversity 0.6 the distinct fact is at %d, want 1", p)
+	}
+	for _, d := range []float64{-0.1, 1, math.NaN()} {
+		if _, err := r.Recall(context.Background(), Request{BankID: "b1", Query: "x", Diversity: d}); !isRequestError(err, "diversity") {
+			t.Errorf("diversity %g: err = %v, want RequestError on diversity", d, err)
+		}
 	}
 }

@@ -262,3 +262,37 @@ func TestCachedTokenCounter(t *testing.T) {
 		t.Errorf("name = %q", cc.name())
 	}
 }
+
+func TestDiversifyPushesDuplicatesDown(t *testing.T) {
+	mk := func(name string, final float64, vec ...float32) hydrated {
+		h := hydrated{vec: vec}
+		h.Text = name
+		h.Scores.Final = final
+		return h
+	}
+	hs := []hydrated{
+		mk("a", 1.0, 1, 0, 0),
+		mk("a-again", 0.95, 0.99, 0.01, 0),
+		mk("b", 0.9, 0, 1, 0),
+		mk("no-vector", 0.85),
+		mk("c", 0.5, 0, 0, 1),
+	}
+	texts := func(hs []hydrated) []string {
+		var out []string
+		for _, h := range hs {
+			out = append(out, h.Text)
+		}
+		return out
+	}
+	got := slices.Clone(hs)
+	diversify(got, 0.5)
+	if want := []string{"a", "b", "no-vector", "c", "a-again"}; !slices.Equal(texts(got), want) {
+		t.Errorf("diversify(0.5) = %v, want %v", texts(got), want)
+	}
+	// A small weight only breaks near-ties: the order stays.
+	got = slices.Clone(hs)
+	diversify(got, 0.01)
+	if want := texts(hs); !slices.Equal(texts(got), want) {
+		t.Errorf("diversify(0.01) = %v, want the score order %v", texts(got), want)
+	}
+}
