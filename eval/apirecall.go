@@ -87,11 +87,17 @@ func NewAPIRecaller(cfg APIRecallerConfig, client *http.Client) (*APIRecaller, e
 		return nil, err
 	}
 	if client == nil {
-		client = &http.Client{}
+		// A private transport, so Close can drop its idle connections
+		// without touching anyone else's.
+		client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	return &APIRecaller{cfg: cfg, http: client, cache: &provenanceCache{sources: map[string][]Evidence{}}}, nil
 }
+
+// Close drops the idle keep-alive connections of the recaller's client
+// (and of every recaller With derived from it).
+func (r *APIRecaller) Close() { r.http.CloseIdleConnections() }
 
 // With returns a recaller for another ablation variant that shares this
 // one's HTTP client and observation cache.

@@ -319,7 +319,9 @@ func runEval(ctx context.Context, opts evalRunOptions, stdout, stderr io.Writer)
 		}
 		defer prod.Close()
 	}
-	c := &apiClient{base: strings.TrimRight(base, "/"), token: opts.Token, http: &http.Client{Timeout: 60 * time.Second}}
+	c := &apiClient{base: strings.TrimRight(base, "/"), token: opts.Token, http: &http.Client{Timeout: 60 * time.Second,
+		Transport: http.DefaultTransport.(*http.Transport).Clone()}}
+	defer c.http.CloseIdleConnections()
 
 	expected := map[string]int{}
 	for _, e := range d.Events {
@@ -370,6 +372,7 @@ func runEval(ctx context.Context, opts evalRunOptions, stdout, stderr io.Writer)
 	if err != nil {
 		return nil, err
 	}
+	defer api.Close()
 	var rec *eval.Recorder
 	out.Main, rec, err = evalPass(ctx, d, opts, api, eval.Variant{Name: mainName, Arms: opts.Arms, Fusion: opts.Fusion})
 	if err != nil {

@@ -142,3 +142,20 @@ func tail(s string, n int) string {
 	}
 	return "…" + s[len(s)-n:]
 }
+
+func TestEvalRunUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "subcommand"},
+		{[]string{"bench"}, `unknown subcommand "bench"`},
+		{[]string{"run"}, "dataset DIR"},
+		{[]string{"run", t.TempDir(), "--skip-ingest"}, "--skip-ingest needs --api"},
+	} {
+		err := cmdEval(context.Background(), tc.args, &bytes.Buffer{}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("eval %v: error %v, want one mentioning %q", tc.args, err, tc.want)
+		}
+	}
+}
