@@ -145,7 +145,9 @@ type evalRunOptions struct {
 type evalOutcome struct {
 	Manifest eval.Manifest `json:"manifest"`
 	Main     eval.Report   `json:"main"`
-	Ablation []evalArm     `json:"ablation,omitempty"`
+	// Bars checks Main against the quality bars of the current round.
+	Bars     []eval.Bar `json:"quality_bars"`
+	Ablation []evalArm  `json:"ablation,omitempty"`
 	// Notes explain what the numbers do not cover (consolidation not
 	// drained, no reranker), so a reader of report.json sees them too.
 	Notes []string `json:"notes,omitempty"`
@@ -379,8 +381,11 @@ func runEval(ctx context.Context, opts evalRunOptions, stdout, stderr io.Writer)
 		return nil, err
 	}
 	misses := eval.Misses(d, out.Main, rec, 5)
+	out.Bars = eval.QualityBars(out.Main)
 	fmt.Fprintln(stdout)
 	fmt.Fprint(stdout, out.Main.Markdown())
+	fmt.Fprintln(stdout)
+	fmt.Fprint(stdout, eval.BarsMarkdown(out.Bars))
 
 	if opts.Ablation {
 		out.Ablation = append(out.Ablation, evalArm{Name: mainName, Report: out.Main})
@@ -480,6 +485,8 @@ func writeEvalFiles(dir string, out *evalOutcome) error {
 	fmt.Fprintf(&md, "# memstream eval report\n\nDataset: %s seed %d, %d banks, %d sessions, %d turns, %d questions. Measured %s.\n\n",
 		m.Generator, m.Seed, m.Banks, m.Sessions, m.Turns, m.Questions, out.MeasuredAt)
 	md.WriteString(out.Main.Markdown())
+	md.WriteString("\n")
+	md.WriteString(eval.BarsMarkdown(out.Bars))
 	if out.Coverage != nil {
 		md.WriteString("\n")
 		md.WriteString(out.Coverage.Markdown())

@@ -126,6 +126,9 @@ func TestEvalRegressionGate(t *testing.T) {
 	if err := json.Unmarshal(b, &fromFile); err != nil {
 		t.Fatal(err)
 	}
+	if len(fromFile.Bars) != 4 || fromFile.Bars[0].Measured != got {
+		t.Errorf("report.json quality bars %+v do not start with the overall %.3f", fromFile.Bars, got)
+	}
 	if fromFile.Main.Overall.Turn.RecallAny10 != got {
 		t.Errorf("report.json says %.3f, the run measured %.3f", fromFile.Main.Overall.Turn.RecallAny10, got)
 	}
