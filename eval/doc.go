@@ -9,8 +9,16 @@
 // API to Run, which asks every question and scores the ranked results with
 // LongMemEval's retrieval metrics at turn and session level.
 //
-// Everything here is deterministic for a seed and needs neither a database
-// nor a network, so the generator and the scorer can be tested on their own
+// APIRecaller is that Recaller: it calls the recall API and credits an
+// observation with the turns of its evidence facts. EvidenceCoverage tells
+// ingestion losses from ranking losses, Misses lists the failed questions
+// with what recall returned instead, AblationVariants and Collapse drive
+// the ablation, QualityBars checks a report against the current round's
+// targets, and gate.go holds the threshold of the `make test` regression
+// gate.
+//
+// Apart from APIRecaller, everything here is deterministic for a seed and
+// needs neither a database nor a network, so the generator and the scorer can be tested on their own
 // and two runs of the benchmark are comparable (for example in the ablation
 // table that compares recall arms).
 package eval
