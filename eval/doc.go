@@ -18,7 +18,7 @@
 // gate.
 //
 // Apart from APIRecaller, everything here is deterministic for a seed and
-// needs neither a database nor a network, so the generator and the scorer can be tested on their own
-// and two runs of the benchmark are comparable (for example in the ablation
-// table that compares recall arms).
+// needs neither a database nor a network, so the generator and the scorer
+// can be tested on their own and two runs of the benchmark are comparable
+// (for example in the ablation table that compares recall arms).
 package eval
