@@ -39,8 +39,13 @@ type BenchResult struct {
 	ArmErrors int `json:"arm_errors"`
 	// ArmP50MS is each arm's median time, for finding what bounds p50.
 	ArmP50MS map[string]float64 `json:"arm_p50_ms"`
-	// EmbedP50MS is the query embedding's median time.
+	// EmbedP50MS is the query embedding's median time; ArmsP50MS the
+	// median time until the last arm is done, HydrateP50MS and
+	// ScoreP50MS of what follows (see Trace).
 	EmbedP50MS   float64 `json:"embed_p50_ms"`
+	ArmsP50MS    float64 `json:"arms_p50_ms"`
+	HydrateP50MS float64 `json:"hydrate_p50_ms"`
+	ScoreP50MS   float64 `json:"score_p50_ms"`
 	MeanResults  float64 `json:"mean_results"`
 	MeanTokens   float64 `json:"mean_tokens"`
 	RawHNSWP50MS float64 `json:"raw_hnsw_p50_ms"`
@@ -70,6 +75,7 @@ func RunBench(ctx context.Context, r *Recaller, pool *pgxpool.Pool, emb Embedder
 		lat      = make([]time.Duration, 0, len(qs))
 		arms     = map[string][]float64{}
 		embeds   []float64
+		phases   [3][]float64 // arms, hydrate, score
 		nRes     int
 		nTok     int
 		errs     int
@@ -101,6 +107,9 @@ func RunBench(ctx context.Context, r *Recaller, pool *pgxpool.Pool, emb Embedder
 		nRes += len(resp.Results)
 		nTok += resp.Trace.TokensUsed
 		embeds = append(embeds, resp.Trace.EmbedMS)
+		for k, v := range []float64{resp.Trace.ArmsMS, resp.Trace.HydrateMS, resp.Trace.ScoreMS} {
+			phases[k] = append(phases[k], v)
+		}
 		for _, a := range resp.Trace.Arms {
 			arms[a.Arm] = append(arms[a.Arm], a.DurationMS)
 			if a.Error != "" {
@@ -123,6 +132,7 @@ func RunBench(ctx context.Context, r *Recaller, pool *pgxpool.Pool, emb Embedder
 		res.ArmP50MS[a] = pctF(ds, 0.5)
 	}
 	res.EmbedP50MS = pctF(embeds, 0.5)
+	res.ArmsP50MS, res.HydrateP50MS, res.ScoreP50MS = pctF(phases[0], 0.5), pctF(phases[1], 0.5), pctF(phases[2], 0.5)
 
 	// Raw HNSW pass: embeddings computed beforehand, so it times the
 	// index probe and the round trip only.

@@ -173,16 +173,21 @@ type Window struct {
 
 // Trace explains a recall, for debugging retrieval quality.
 type Trace struct {
-	Budget     string     `json:"budget"`
-	Fusion     string     `json:"fusion"`
-	Windows    []Window   `json:"windows,omitempty"`
-	EmbedMS    float64    `json:"embed_ms"`
-	Arms       []ArmTrace `json:"arms"`
-	Fused      int        `json:"fused"`
-	Dropped    int        `json:"dropped_by_budget"`
-	TotalMS    float64    `json:"total_ms"`
-	Tokenizer  string     `json:"tokenizer"`
-	TokensUsed int        `json:"tokens_used"`
+	Budget  string     `json:"budget"`
+	Fusion  string     `json:"fusion"`
+	Windows []Window   `json:"windows,omitempty"`
+	EmbedMS float64    `json:"embed_ms"`
+	Arms    []ArmTrace `json:"arms"`
+	Fused   int        `json:"fused"`
+	Dropped int        `json:"dropped_by_budget"`
+	// ArmsMS is the time until the last arm finished; HydrateMS loading
+	// the fused facts; ScoreMS scoring, diversifying and the token cut.
+	ArmsMS     float64 `json:"arms_ms"`
+	HydrateMS  float64 `json:"hydrate_ms"`
+	ScoreMS    float64 `json:"score_ms"`
+	TotalMS    float64 `json:"total_ms"`
+	Tokenizer  string  `json:"tokenizer"`
+	TokensUsed int     `json:"tokens_used"`
 }
 
 // Embedder turns texts into vectors of the store's dimension. Declared here
@@ -453,14 +458,19 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 		return Response{}, 0, fmt.Errorf("recall bank %s: %w: %w", q.BankID, ErrAllArmsFailed, errors.Join(errs...))
 	}
 
+	armsDone := time.Now()
 	fs := fuse(q.Fusion, traces, r.cfg.RRFK)
 	resp := Response{Results: []Result{}}
 	var dropped, used int
+	var hydrateDur, scoreDur time.Duration
 	if len(fs) > 0 {
+		t0 := time.Now()
 		hs, err := r.hydrate(ctx, q, fs)
 		if err != nil {
 			return Response{}, 0, fmt.Errorf("recall bank %s: %w", q.BankID, err)
 		}
+		t1 := time.Now()
+		hydrateDur = t1.Sub(t0)
 		scoreResults(hs, fs, q, r.cfg)
 		if q.Diversity > 0 {
 			diversify(hs, q.Diversity)
@@ -471,10 +481,12 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 			resp.Results[i] = hs[i].Result
 		}
 		resp.Entities = entityRefs(hs)
+		scoreDur = time.Since(t1)
 	}
 	if q.Trace {
 		t := &Trace{Budget: q.Budget, Fusion: q.Fusion, EmbedMS: ms(q.embedDur), Arms: traces,
-			Fused: len(fs), Dropped: dropped, Tokenizer: r.tok.name(), TokensUsed: used}
+			Fused: len(fs), Dropped: dropped, Tokenizer: r.tok.name(), TokensUsed: used,
+			ArmsMS: ms(armsDone.Sub(start)), HydrateMS: ms(hydrateDur), ScoreMS: ms(scoreDur)}
 		for _, w := range q.windows {
 			t.Windows = append(t.Windows, Window{Text: w.Text, Start: w.Start, End: w.End})
 		}
