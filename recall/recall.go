@@ -180,6 +180,9 @@ type Trace struct {
 	Arms    []ArmTrace `json:"arms"`
 	Fused   int        `json:"fused"`
 	Dropped int        `json:"dropped_by_budget"`
+	// Collapsed counts results dropped as copies of a better-scored
+	// result with the same text (see collapseDuplicates).
+	Collapsed int `json:"collapsed_duplicates"`
 	// ArmsMS is the time until the last arm finished; HydrateMS loading
 	// the fused facts; ScoreMS scoring, diversifying and the token cut.
 	ArmsMS     float64 `json:"arms_ms"`
@@ -461,7 +464,7 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 	armsDone := time.Now()
 	fs := fuse(q.Fusion, traces, r.cfg.RRFK)
 	resp := Response{Results: []Result{}}
-	var dropped, used int
+	var dropped, used, collapsed int
 	var hydrateDur, scoreDur time.Duration
 	if len(fs) > 0 {
 		t0 := time.Now()
@@ -472,6 +475,7 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 		t1 := time.Now()
 		hydrateDur = t1.Sub(t0)
 		scoreResults(hs, fs, q, r.cfg)
+		hs, collapsed = collapseDuplicates(hs)
 		if q.Diversity > 0 {
 			diversify(hs, q.Diversity)
 		}
@@ -485,7 +489,7 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 	}
 	if q.Trace {
 		t := &Trace{Budget: q.Budget, Fusion: q.Fusion, EmbedMS: ms(q.embedDur), Arms: traces,
-			Fused: len(fs), Dropped: dropped, Tokenizer: r.tok.name(), TokensUsed: used,
+			Fused: len(fs), Dropped: dropped, Collapsed: collapsed, Tokenizer: r.tok.name(), TokensUsed: used,
 			ArmsMS: ms(armsDone.Sub(start)), HydrateMS: ms(hydrateDur), ScoreMS: ms(scoreDur)}
 		for _, w := range q.windows {
 			t.Windows = append(t.Windows, Window{Text: w.Text, Start: w.Start, End: w.End})
