@@ -103,7 +103,7 @@ func (o *Offline) extract(in Input) []Fact {
 		}
 		label := speakerLabel(p)
 		for _, sent := range segment(p.Text) {
-			if contentFree(sent) {
+			if contentFree(sent) || (p.Role == "assistant" && assistantChitChat(sent, &finder)) {
 				continue
 			}
 			var sentSpans []timeparse.Span

@@ -1,0 +1,42 @@
+package extract
+
+import "testing"
+
+func TestAssistantChitChat(t *testing.T) {
+	finder := &entityFinder{known: map[string]string{"Alice": KindPerson}}
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{"Anything planned?", true},
+		{"Want help breaking it into steps?", true},
+		{"Did you make it in on time?", true},
+		{"Oh nice, how do you feel about it?", true},
+		{"That's rough.", true},
+		{"Good to know!", true},
+		{"Good choice for a weeknight.", true},
+		{"Thanks for telling me, I'll keep that in mind.", true},
+		{"Hope it's fixed soon.", true},
+		{"好的，我记住了。", true},
+		{"好看吗？", true},
+		{"讲的是什么故事？", true},
+		// advice and answers are kept: users ask what the assistant said
+		{"I'd go with The Remains of the Day.", false},
+		{"Try the cobra stretch and hold it for thirty seconds on each side.", false},
+		{"Have you tried the cobra stretch?", false},
+		{"How about a hostel near the station?", false},
+		{"Multiply by nine fifths and add thirty-two.", false},
+		{"Go for Barbera; it won't overpower the risotto.", false},
+		// names, numbers and long sentences are kept
+		{"Good choice, Alice.", false},
+		{"Did Greg like it?", false},
+		{"That's 20% off.", false},
+		{"That restaurant on the corner closed last month because the landlord doubled the rent.", false},
+		{"王芳的女儿考上了武汉大学吗？", false},
+		{"简短一点，重申请求，再给出明确的下一步。", false},
+	} {
+		if got := assistantChitChat(tc.s, finder); got != tc.want {
+			t.Errorf("assistantChitChat(%q) = %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}
