@@ -2,6 +2,7 @@ package recall
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/google/uuid"
@@ -22,6 +23,13 @@ type fused struct {
 // a fact: it needs no score calibration between arms whose scores live on
 // different scales (cosine, IDF sums, link weights), and a fact that
 // several arms agree on rises above one that a single arm ranks first.
+//
+// Candidates an arm scored equally share the mean rank of their group
+// (fractional ranking): the graph arm gives every fact that mentions the
+// user's own entity the same weight, and ranking such ties 1…n would turn
+// the arm's id tie-break into relevance. Shared ranks leave the order
+// among them to the similarity term of the final score, and a large tie
+// group, which says little about any one member, contributes little.
 //
 // Interleave takes the arms' lists in turn (semantic, keyword, graph,
 // temporal), skipping facts already taken, so every arm is guaranteed its
@@ -78,8 +86,18 @@ func fuse(method string, arms []ArmTrace, k float64) []fused {
 		}
 	default:
 		for _, a := range arms {
-			for rank, c := range a.Candidates {
-				byID[c.ID].Rel += 1 / (k + float64(rank+1))
+			cs := a.Candidates
+			for i := 0; i < len(cs); {
+				j := i + 1
+				for j < len(cs) && tied(cs[j].Score, cs[i].Score) {
+					j++
+				}
+				// ranks i+1 … j share their mean
+				rank := float64(i+1+j) / 2
+				for _, c := range cs[i:j] {
+					byID[c.ID].Rel += 1 / (k + rank)
+				}
+				i = j
 			}
 		}
 	}
@@ -101,4 +119,10 @@ func fuse(method string, arms []ArmTrace, k float64) []fused {
 		return cmpUUID(a.ID, b.ID)
 	})
 	return out
+}
+
+// tied reports arm scores equal up to float noise: the same SQL sum over
+// the same weights may differ in the last bits.
+func tied(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-9*max(math.Abs(a), math.Abs(b), 1)
 }

@@ -296,3 +296,29 @@ func TestDiversifyPushesDuplicatesDown(t *testing.T) {
 		t.Errorf("diversify(0.01) = %v, want the score order %v", texts(got), want)
 	}
 }
+
+func TestFuseRRFTiesShareMeanRank(t *testing.T) {
+	// The graph arm returns three facts with one weight (the user's own
+	// entity links them all) and then a weaker one. The tied three share
+	// rank (1+2+3)/3 = 2, whatever their id order.
+	arms := []ArmTrace{{Arm: ArmGraph, Candidates: []Candidate{cand(9, .4), cand(1, .4), cand(5, .4+1e-12), cand(2, .1)}}}
+	got := fuse(FusionRRF, arms, 60)
+	rel := map[byte]float64{}
+	for _, f := range got {
+		rel[f.ID[0]] = f.Rel
+	}
+	if rel[9] != rel[1] || rel[1] != rel[5] {
+		t.Errorf("tied candidates got different values: %v", rel)
+	}
+	// scaled by the best: (1/62)/(1/62) for the tie, (1/64)/(1/62) for 2
+	if want := 62.0 / 64; rel[9] != 1 || math.Abs(rel[2]-want) > 1e-12 {
+		t.Errorf("rel = %v, want ties 1 and 2 at %g", rel, want)
+	}
+	// The next tie group starts after the first: a two-way tie at ranks
+	// 2–3 shares 2.5, below the untied first.
+	arms = []ArmTrace{{Arm: ArmKeyword, Candidates: []Candidate{cand(1, 3), cand(2, 2), cand(3, 2)}}}
+	got = fuse(FusionRRF, arms, 60)
+	if want := (1 / 62.5) / (1.0 / 61); math.Abs(got[1].Rel-want) > 1e-12 || got[1].Rel != got[2].Rel {
+		t.Errorf("second group = %v, %v, want both %g", got[1].Rel, got[2].Rel, want)
+	}
+}
