@@ -475,6 +475,7 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 		t1 := time.Now()
 		hydrateDur = t1.Sub(t0)
 		scoreResults(hs, fs, q, r.cfg)
+		preferSlotValues(hs, q)
 		hs, collapsed = collapseDuplicates(hs)
 		if q.Diversity > 0 {
 			diversify(hs, q.Diversity)
