@@ -40,3 +40,33 @@ func TestAssistantChitChat(t *testing.T) {
 		}
 	}
 }
+
+func TestHanNamesAndNicknames(t *testing.T) {
+	finder := &entityFinder{known: map[string]string{}}
+	for _, tc := range []struct {
+		s    string
+		want []string
+	}{
+		{"张伟领养了一只猫。", []string{"张伟"}},
+		{"黄敏终于当上了飞行员。", []string{"黄敏"}},
+		{"赵磊领了奖。", []string{"赵磊"}},
+		{"阿洋最近迷上了攀岩，周末都找不到人。", []string{"阿洋"}},
+		{"芳芳把旧车卖了，换了辆比亚迪。", []string{"芳芳"}},
+		{"敏姐说摄影特别解压。", []string{"敏姐"}},
+		{"静静家里新养了一只仓鼠，天天发朋友圈。", []string{"静静"}},
+		// not names
+		{"我阿姨天天去公园。", nil},
+		{"表姐说她很忙。", nil},
+		{"我们慢慢走。", nil},
+	} {
+		var got []string
+		for _, e := range finder.find(tc.s, nil) {
+			if e.Kind == KindPerson {
+				got = append(got, e.Name)
+			}
+		}
+		if len(got) != len(tc.want) || (len(got) > 0 && got[0] != tc.want[0]) {
+			t.Errorf("persons in %q = %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}

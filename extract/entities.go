@@ -116,7 +116,7 @@ const cnHonorSurnames = cnSurnames + "周马高于何夏任方石田金文"
 const cnNameStop = "说是的在和了也都去来要想把被给跟与告问叫让我你他她们它不没有吗呢吧啊呀哦个这那就还又才很已会到从对，。！？、；：,.!?;: 今昨每"
 
 // cnNameStop2 additionally cannot be the third character of a name.
-const cnNameStop2 = cnNameStop + "天年月日号周上下里外前后时先老总经医教阿叔女小姐同朋家请带做吃买看听找见约陪帮等过着得地回开打住搬喜觉认推建最刚正已可能应该知需发写读学用卖送拿换离结生病"
+const cnNameStop2 = cnNameStop + "天年月日号周上下里外前后时先老总经医教阿叔女小姐同朋家请带做吃买看听找见约陪帮等过着得地回开打住搬喜觉认推建最刚正已可能应该知需发写读学用卖送拿换离结生病领终迷当考养"
 
 // cnNamePrev may stand right before a name: 和张伟, 同事李明, 告诉王芳.
 const cnNamePrev = "和跟与同给叫找见问是让对被把请了带陪约帮诉说友事师哥姐弟妹：:，,、 "
@@ -455,6 +455,9 @@ func findHan(s string, out []span) []span {
 				}
 			}
 		}
+		if n := hanNickname(s, i, r, sz); n > 0 {
+			out = append(out, span{i, i + n, s[i : i+n], KindPerson})
+		}
 		if strings.ContainsRune(cnSurnames, r) && hanNamePrevOK(s, i) {
 			if n := hanName(s, i, sz); n > 0 {
 				out = append(out, span{i, i + n, s[i : i+n], KindPerson})
@@ -511,3 +514,59 @@ func hanName(s string, i, sz int) int {
 	}
 	return n
 }
+
+// cnNotNickname are words of the nickname shapes that are not names:
+// 阿姨 (aunt), reduplicated adverbs and kinship terms (天天, 妈妈), and
+// X姐/X哥 kinship or role words (表姐, 空姐, 大哥).
+var cnNotNickname = map[string]bool{
+	"阿姨": true, "阿里": true, "阿拉": true, "阿婆": true, "阿公": true, "阿伯": true, "阿妈": true, "阿爸": true,
+	"天天": true, "常常": true, "慢慢": true, "刚刚": true, "好好": true, "渐渐": true, "谢谢": true, "哈哈": true,
+	"妈妈": true, "爸爸": true, "哥哥": true, "姐姐": true, "弟弟": true, "妹妹": true, "宝宝": true, "奶奶": true,
+	"爷爷": true, "叔叔": true, "婆婆": true, "公公": true, "舅舅": true, "姥姥": true, "嘻嘻": true, "嗯嗯": true,
+	"偷偷": true, "悄悄": true, "轻轻": true, "默默": true, "早早": true, "久久": true, "人人": true, "家家": true,
+	"个个": true, "年年": true, "月月": true, "处处": true, "时时": true, "试试": true, "看看": true, "想想": true,
+	"说说": true, "走走": true, "聊聊": true, "等等": true, "多多": true, "点点": true, "星星": true, "往往": true,
+	"表姐": true, "堂姐": true, "大姐": true, "小姐": true, "空姐": true, "师姐": true, "学姐": true, "老姐": true,
+	"表哥": true, "堂哥": true, "大哥": true, "师哥": true, "学哥": true, "老哥": true, "帅哥": true, "二哥": true,
+	"二姐": true, "三姐": true, "三哥": true,
+}
+
+// hanNickname returns the byte length of a Chinese nickname starting at
+// byte i (rune r of size sz), or 0. Friends and family call 刘洋 阿洋,
+// 王芳 芳芳 and 黄敏 敏姐: 阿 + a given-name character, a doubled given-name
+// character, or a given-name character + 姐/哥. The nickname must stand
+// where a name can (after punctuation or a function word) and end where a
+// name can (before punctuation, a particle or a common verb), so that
+// words of the same shape inside longer words are not taken.
+func hanNickname(s string, i int, r rune, sz int) int {
+	if !hanNamePrevOK(s, i) {
+		return 0
+	}
+	r2, sz2 := utf8.DecodeRuneInString(s[i+sz:])
+	if !unicode.Is(unicode.Han, r2) || strings.ContainsRune(cnNameStop, r2) {
+		return 0
+	}
+	var n int
+	switch {
+	case r == '阿':
+		n = sz + sz2
+	case r2 == r && !strings.ContainsRune(cnNameStop2, r):
+		n = sz + sz2
+	case (r2 == '姐' || r2 == '哥') && !strings.ContainsRune(cnNameStop2, r):
+		n = sz + sz2
+	default:
+		return 0
+	}
+	if cnNotNickname[s[i:i+n]] {
+		return 0
+	}
+	next, _ := utf8.DecodeRuneInString(s[i+n:])
+	if i+n < len(s) && unicode.Is(unicode.Han, next) && !strings.ContainsRune(cnNameStop2, next) && !strings.ContainsRune(cnNicknameNext, next) {
+		return 0
+	}
+	return n
+}
+
+// cnNicknameNext may follow a nickname besides cnNameStop2: the first
+// characters of the verbs and adverbs that commonly follow a subject.
+const cnNicknameNext = "最终领迷当考养刚新也都还又才已经就把被给跟对比今昨明前上下"
