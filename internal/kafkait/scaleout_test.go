@@ -281,6 +281,41 @@ func (h *harness) streamer(bank string, n, batch int, pause time.Duration) (wait
 	}
 }
 
+// streamUntil produces events 0, 1, 2, … of bank in batches with a pause
+// between them until stop is closed, and returns how many it produced.
+func (h *harness) streamUntil(bank string, batch int, pause time.Duration, stop <-chan struct{}) (wait func() int) {
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				done <- result{n, nil}
+				return
+			default:
+			}
+			if err := h.prod.ProduceSync(context.Background(), h.records(bank, n, n+batch)...).FirstErr(); err != nil {
+				done <- result{n, err}
+				return
+			}
+			n += batch
+			time.Sleep(pause)
+		}
+	}()
+	return func() int {
+		h.t.Helper()
+		r := <-done
+		if r.err != nil {
+			h.t.Fatalf("producer: %v", r.err)
+		}
+		return r.n
+	}
+}
+
 // TestKafkaThreeIngestersKillAndRebalance runs three ingester processes in
 // one group over a 12-partition topic while events stream in, SIGKILLs one
 // a quarter of the way in, adds a fourth at the half, and checks that every
@@ -332,54 +367,94 @@ func TestKafkaThreeIngestersKillAndRebalance(t *testing.T) {
 // their absence in the metric.
 func TestKafkaRollingRestart(t *testing.T) {
 	h := newHarness(t, 12)
-	const group, n = "g-rolling", 1800
+	const group = "g-rolling"
 	slow := "MEMSTREAM_KAFKA_COMMIT_INTERVAL=30s"
 	procs := []*proc{h.serve("ing-0", group, slow), h.serve("ing-1", group, slow), h.serve("ing-2", group, slow)}
 	for _, p := range procs {
 		p.waitLog(t, "partitions assigned", 1, time.Minute)
 	}
-	wait := h.streamer("erin", n, 100, 200*time.Millisecond)
-	var revokeCommits float64
+	// About 20 events/s until the last restart is done: every rejoin
+	// revokes partitions with progress not yet committed.
+	stop := make(chan struct{})
+	wait := h.streamUntil("erin", 10, 500*time.Millisecond, stop)
+	var revokeCommits, revokeErrors float64
 	var oldLogs []string
 	for i := range procs {
-		h.waitCount((i+1)*n/5, 5*time.Minute, `SELECT count(*) FROM events`)
+		h.waitCount((i+1)*300, 5*time.Minute, `SELECT count(*) FROM events`)
 		// A process's counters die with it: scrape it just before.
 		old := procs[i]
 		before := old.metric(t, "memstream_consumer_commits_total", `trigger="revoke"`, `outcome="ok"`)
+		revokeErrors += old.metric(t, "memstream_consumer_commits_total", `trigger="revoke"`, `outcome="error"`)
+		survivors := append(append([]*proc{}, procs[:i]...), procs[i+1:]...)
+		takeovers := nonEmptyAssignments(survivors)
 		old.terminate(t)
 		revokeCommits += before
 		oldLogs = append(oldLogs, old.log.String())
 		if !strings.Contains(old.log.String(), "partitions revoked") {
 			t.Errorf("%s left the group without logging revoked partitions", old.name)
 		}
+		// The survivors take over the leaver's partitions and make progress
+		// on them; the replacement's join then makes them give partitions
+		// back, with progress the 30s periodic commit has not covered: the
+		// revoke commit must carry it. (A replacement joining before the
+		// takeover would simply receive the orphaned partitions.)
+		deadline := time.Now().Add(2 * time.Minute)
+		for nonEmptyAssignments(survivors) == takeovers {
+			if time.Now().After(deadline) {
+				t.Fatalf("survivors did not take over %s's partitions", old.name)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		h.waitCount(h.count(`SELECT count(*) FROM events`)+40, 2*time.Minute, `SELECT count(*) FROM events`)
 		procs[i] = h.serve(fmt.Sprintf("ing-%d-r", i), group, slow)
 		procs[i].waitLog(t, "partitions assigned", 1, time.Minute)
 		t.Logf("restarted ing-%d at %d events persisted", i, h.count(`SELECT count(*) FROM events`))
 	}
-	wait()
-	// Only after all restarts: with commit_interval 30s, wait for a periodic
-	// commit round or the final shutdown commits to cover the end.
+	// Let the restarted members work on fresh records for a moment.
+	time.Sleep(3 * time.Second)
+	close(stop)
+	n := wait()
+	// With commit_interval 30s, the final shutdown commits must cover the end.
 	h.waitCount(n, 8*time.Minute, `SELECT count(*) FROM events`)
 	for _, p := range procs {
 		revokeCommits += p.metric(t, "memstream_consumer_commits_total", `trigger="revoke"`, `outcome="ok"`)
+		revokeErrors += p.metric(t, "memstream_consumer_commits_total", `trigger="revoke"`, `outcome="error"`)
 	}
 	for _, p := range procs {
 		p.terminate(t)
 	}
-	if got := h.committed(group); got != n {
+	if got := h.committed(group); got != int64(n) {
 		t.Errorf("group committed %d after graceful shutdowns, want %d (a commit on revoke or shutdown was lost)", got, n)
 	}
 	h.checkExactlyOnce("erin", n)
-	revokedLines := 0
+	revokedLines, warnLines := 0, []string{}
+	for _, p := range procs {
+		oldLogs = append(oldLogs, p.log.String())
+	}
 	for _, l := range oldLogs {
 		revokedLines += strings.Count(l, "partitions revoked")
+		for _, line := range strings.Split(l, "\n") {
+			if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+				warnLines = append(warnLines, line)
+			}
+		}
 	}
-	for _, p := range procs {
-		revokedLines += strings.Count(p.log.String(), "partitions revoked")
+	if len(warnLines) > 0 {
+		t.Logf("warnings in the ingesters' logs:\n%s", strings.Join(warnLines, "\n"))
 	}
 	if revokeCommits == 0 {
 		t.Errorf("no commit with trigger=revoke observed in any process's metrics (%d revoke log lines)", revokedLines)
 	}
-	t.Logf("rolling restart: %d events, %d distinct facts, %d duplicated; %d 'partitions revoked' log lines; %v revoke commits (ok) scraped",
-		h.count(`SELECT count(*) FROM events`), h.count(qFacts), h.count(qDupFacts), revokedLines, revokeCommits)
+	t.Logf("rolling restart: %d events produced, %d stored, %d distinct facts, %d duplicated; %d 'partitions revoked' log lines; revoke commits scraped: %v ok, %v failed",
+		n, h.count(`SELECT count(*) FROM events`), h.count(qFacts), h.count(qDupFacts), revokedLines, revokeCommits, revokeErrors)
+}
+
+// nonEmptyAssignments counts the "partitions assigned" log lines that name
+// at least one partition (an empty assignment logs partitions=map[]).
+func nonEmptyAssignments(ps []*proc) int {
+	n := 0
+	for _, p := range ps {
+		n += strings.Count(p.log.String(), `msg="partitions assigned" partitions="map[`)
+	}
+	return n
 }
