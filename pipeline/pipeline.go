@@ -54,6 +54,8 @@ type Persister interface {
 	// persisted (a blocked one); persisted events carry theirs in
 	// EventRecord.Audit.
 	RecordAudit(ctx context.Context, bankID, eventKey string, rows []store.AuditRow) error
+	// ExistingEvents reports which events are already stored ("bank\x00key").
+	ExistingEvents(ctx context.Context, banks, keys []string) (map[string]bool, error)
 }
 
 // DeadLetterWriter writes a record to the dead-letter topic and returns once
@@ -423,6 +425,10 @@ func (p *Pipeline) extractBatch(batch []*item) []*item {
 		return nil
 	}
 	start := time.Now()
+	batch = p.skipStored(batch)
+	if len(batch) == 0 {
+		return nil
+	}
 	var inputs []extract.Input
 	for _, it := range batch {
 		for _, c := range it.chunks {
@@ -493,6 +499,32 @@ func (p *Pipeline) extractBatch(batch []*item) []*item {
 	p.m.stageSeconds.WithLabelValues("extract").Observe(time.Since(start).Seconds())
 	p.m.facts.Add(float64(len(texts)))
 	return batch
+}
+
+// skipStored acknowledges the events of a batch that are already in
+// PostgreSQL (a replay, or a redelivery after a crash) without extracting
+// them again: their facts are durably committed, which is all an
+// acknowledgement promises. Persist would skip them anyway; this saves the
+// extraction and embedding work. On a lookup error the batch goes on whole.
+func (p *Pipeline) skipStored(batch []*item) []*item {
+	banks, keys := make([]string, len(batch)), make([]string, len(batch))
+	for i, it := range batch {
+		banks[i], keys[i] = it.ev.BankID, it.ev.Key
+	}
+	stored, err := p.deps.Store.ExistingEvents(p.ctx, banks, keys)
+	if err != nil || len(stored) == 0 {
+		return batch
+	}
+	fresh := batch[:0:0]
+	for _, it := range batch {
+		if stored[it.ev.BankID+"\x00"+it.ev.Key] {
+			p.m.duplicates.Inc()
+			it.msg.Ack()
+			continue
+		}
+		fresh = append(fresh, it)
+	}
+	return fresh
 }
 
 // retry runs fn with exponential backoff and jitter, MaxRetries times.

@@ -187,7 +187,7 @@ func TestIngestExactlyOnceAndReplay(t *testing.T) {
 	}
 	h.produce(vals...)
 	r := h.start("g1")
-	h.waitEvents(n, 2*time.Minute)
+	h.waitEvents(n, 4*time.Minute)
 	r.stop(t)
 
 	if got := h.count(`SELECT count(*) FROM events`); got != n {
@@ -207,7 +207,7 @@ func TestIngestExactlyOnceAndReplay(t *testing.T) {
 
 	// Replay everything under a new group: nothing new anywhere.
 	r2 := h.start("g-replay")
-	h.waitCommitted("g-replay", n, time.Minute)
+	h.waitCommitted("g-replay", n, 3*time.Minute)
 	r2.stop(t)
 	after := h.snapshot()
 	for k, v := range before {

@@ -61,3 +61,26 @@ func (s *Store) TotalEvents(ctx context.Context) (ingested, deadLettered int64, 
 	err = s.pool.QueryRow(ctx, qTotalEvents).Scan(&ingested, &deadLettered)
 	return ingested, deadLettered, err
 }
+
+const qExistingEvents = `SELECT bank_id, event_key FROM events
+	WHERE (bank_id, event_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))`
+
+// ExistingEvents returns which of the (bank, event key) pairs are already
+// stored, as "bank\x00key" strings. The pipeline uses it to skip the
+// extraction work of a replayed event.
+func (s *Store) ExistingEvents(ctx context.Context, banks, keys []string) (map[string]bool, error) {
+	rows, err := s.pool.Query(ctx, qExistingEvents, banks, keys)
+	if err != nil {
+		return nil, fmt.Errorf("existing events: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var b, k string
+		if err := rows.Scan(&b, &k); err != nil {
+			return nil, err
+		}
+		out[b+"\x00"+k] = true
+	}
+	return out, rows.Err()
+}
