@@ -90,7 +90,7 @@ func init() {
 	that the their theirs them themselves then there these they this those through to too under until up very was
 	we were what when where which while who whom why will with would you your yours yourself yourselves
 	tell said say says know think remember recall did does anything something thing things get got
-	的 了 是 在 我 你 他 她 们 吗 呢 吧 啊 和 与 也 都 就 还 有 没 什么 怎么 哪里 哪儿`) {
+	的 了 是 在 我 你 他 她 们 吗 呢 吧 啊 和 与 也 都 就 还 有 没 什么 怎么 哪里 哪儿 哪个 哪些 为什么 多少`) {
 		stopwords[w] = true
 	}
 }
@@ -122,8 +122,8 @@ func QueryTerms(q string) []string {
 			if a := ascii.String(); len(a) > 1 && !stopwords[a] {
 				add(a)
 			}
-			for _, t := range CJKTerms(w) {
-				if !stopwords[t] {
+			for _, t := range CJKTerms(cutCJKStopwords(w)) {
+				if !stopwords[t] && !hasParticle(t) {
 					add(t)
 				}
 			}
@@ -137,3 +137,23 @@ func QueryTerms(q string) []string {
 	}
 	return out
 }
+
+// cjkStopPhrases are the multi-character stop words, cut out of a CJK run
+// before it is split into bigrams: "阿洋新买的是什么车" must not yield 是什
+// and 么车, which match every "…是什么…" question in the bank.
+var cjkStopPhrases = []string{"为什么", "什么", "怎么", "哪里", "哪儿", "哪个", "哪些", "多少"}
+
+// cutCJKStopwords replaces the multi-character stop words of a CJK run
+// with a space, so that no bigram spans them.
+func cutCJKStopwords(w string) string {
+	for _, p := range cjkStopPhrases {
+		w = strings.ReplaceAll(w, p, " ")
+	}
+	return w
+}
+
+// particles are grammatical characters: a bigram holding one (买的, 的是,
+// 了一) is a fragment of grammar shared by most sentences, not evidence.
+const particles = "的了是吗呢吧啊"
+
+func hasParticle(t string) bool { return strings.ContainsAny(t, particles) }

@@ -29,8 +29,11 @@ func TestQueryTerms(t *testing.T) {
 		{"Where does Alice live now?", []string{"alice", "live"}},
 		// Single letters carry nothing; numbers always count.
 		{"What is order #A-7731?", []string{"order", "7731"}},
-		// 哪里 is a stopword bigram.
-		{"张伟住在哪里", []string{"张伟", "伟住", "住在", "在哪"}},
+		// 哪里 is a stop word, cut out before the bigrams: no 在哪.
+		{"张伟住在哪里", []string{"张伟", "伟住", "住在"}},
+		// No bigram spans 什么 (是什, 么车) or holds a particle (买的, 的是);
+		// the lone 车 is kept.
+		{"阿洋新买的是什么车？", []string{"阿洋", "洋新", "新买", "车"}},
 		{"the of and", nil},
 	} {
 		if got := QueryTerms(tc.in); !reflect.DeepEqual(got, tc.want) {

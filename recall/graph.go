@@ -3,7 +3,9 @@ package recall
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/google/uuid"
@@ -42,6 +44,14 @@ const (
 	FROM unnest($2::text[]) AS p(p) JOIN entities e ON lower(e.canonical_name) % p.p
 	WHERE e.bank_id = $1
 	GROUP BY 1`
+
+	// qGraphGivenSeeds finds the people whose full Han name is a
+	// one-character surname and the given name a query nickname stands
+	// for (阿洋 → 刘洋): a few rows of the bank's persons, read through
+	// the (bank_id, kind) index.
+	qGraphGivenSeeds = `SELECT coalesce(e.merged_into, e.id)
+	FROM entities e
+	WHERE e.bank_id = $1 AND e.kind = 'person' AND e.canonical_name LIKE ANY($2::text[])`
 
 	// qGraphExpand walks two hops. Seed entities are the named ones
 	// ($5/$6) and those of the $8 facts nearest to the query embedding $7
@@ -139,6 +149,23 @@ func hop1PerWeakEntity(pool, n int) int { return max(hop1PerEntity(pool)/max(n, 
 // be mentioned by and still seed the walk: a few times what hop 1 takes
 // from it, so its facts are a meaningful sample and not noise.
 func maxSeedMentions(pool int) int { return 4 * pool }
+
+// hubFraction is the share of a bank's facts above which an entity is a
+// hub: in a chat bank the user's own entity is linked to most of their
+// facts, so that a similar fact mentions it says as little as a stop word,
+// and its facts, all linked with one weight, would flood hop 1 with ties.
+const hubFraction = 0.2
+
+// seedMentionCap is the most facts an entity of a semantic seed fact may
+// be mentioned by: maxSeedMentions, and less than hubFraction of a bank of
+// n facts. Very small banks (under 50 facts) have no hubs to speak of.
+func seedMentionCap(pool int, n int64) int {
+	c := maxSeedMentions(pool)
+	if n >= 50 {
+		c = min(c, max(int(hubFraction*float64(n)), 1))
+	}
+	return c
+}
 
 // nameCandidate is a span of the query that may name an entity, with its
 // alias-table keys.
@@ -247,15 +274,34 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 				phrases = append(phrases, strings.ToLower(n.text))
 			}
 		}
-		// Both look-ups in one round trip.
+		// Nicknames: a full name in the query also seeds the nicknames
+		// its bearer is called by, and a nickname the full names.
+		nickKeys := map[string]bool{}
+		var givenLike []string
+		for _, n := range names {
+			for _, k := range nicknameKeys(n.text) {
+				if !slices.Contains(keys, k) {
+					keys = append(keys, k)
+				}
+				nickKeys[k] = true
+			}
+			if g, ok := nicknameGiven(n.text); ok {
+				givenLike = append(givenLike, "_"+g)
+			}
+		}
+		// All look-ups in one round trip.
 		var b pgx.Batch
 		b.Queue(qGraphAliasSeeds, q.BankID, keys)
 		if len(phrases) > 0 {
 			b.Queue(qGraphNameSeeds, q.BankID, phrases)
 		}
+		if len(givenLike) > 0 {
+			b.Queue(qGraphGivenSeeds, q.BankID, givenLike)
+		}
 		br := r.pool.SendBatch(ctx, &b)
 		byKey := map[string][]uuid.UUID{}
 		trigram := map[uuid.UUID]float64{}
+		var givenIDs []uuid.UUID
 		err := func() error {
 			defer br.Close()
 			rows, err := br.Query()
@@ -270,18 +316,28 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 			}); err != nil {
 				return fmt.Errorf("graph alias seeds: %w", err)
 			}
-			if len(phrases) == 0 {
-				return nil
+			if len(phrases) > 0 {
+				if rows, err = br.Query(); err != nil {
+					return fmt.Errorf("graph name seeds: %w", err)
+				}
+				var sim float64
+				if _, err := pgx.ForEachRow(rows, []any{&id, &sim}, func() error {
+					trigram[id] = max(trigram[id], sim)
+					return nil
+				}); err != nil {
+					return fmt.Errorf("graph name seeds: %w", err)
+				}
 			}
-			if rows, err = br.Query(); err != nil {
-				return fmt.Errorf("graph name seeds: %w", err)
-			}
-			var sim float64
-			if _, err := pgx.ForEachRow(rows, []any{&id, &sim}, func() error {
-				trigram[id] = max(trigram[id], sim)
-				return nil
-			}); err != nil {
-				return fmt.Errorf("graph name seeds: %w", err)
+			if len(givenLike) > 0 {
+				if rows, err = br.Query(); err != nil {
+					return fmt.Errorf("graph given-name seeds: %w", err)
+				}
+				if _, err := pgx.ForEachRow(rows, []any{&id}, func() error {
+					givenIDs = append(givenIDs, id)
+					return nil
+				}); err != nil {
+					return fmt.Errorf("graph given-name seeds: %w", err)
+				}
 			}
 			return br.Close()
 		}()
@@ -314,6 +370,16 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 		for id, sim := range trigram {
 			bump(id, seedTrigram*sim)
 		}
+		// A nickname may fit several people (阿洋 for 刘洋 and 杨洋): like
+		// a given name alone, it is partial evidence.
+		for k := range nickKeys {
+			for _, id := range byKey[k] {
+				bump(id, seedPartial)
+			}
+		}
+		for _, id := range givenIDs {
+			bump(id, seedPartial)
+		}
 	}
 
 	// The facts nearest to the query lend their entities and links: the
@@ -337,12 +403,16 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 			weak++
 		}
 	}
+	n, err := r.bankSize(ctx, q.BankID, time.Now())
+	if err != nil {
+		return nil, "", fmt.Errorf("graph: %w", err)
+	}
 	args := append(q.filterArgs(), entIDs, entW, vec, semanticSeedFacts, q.pool, seedSemantic,
-		hop1PerEntity(q.pool), maxSeedMentions(q.pool), hop1PerWeakEntity(q.pool, weak))
+		hop1PerEntity(q.pool), seedMentionCap(q.pool, n), hop1PerWeakEntity(q.pool, weak))
 	// Five seeds need no wide beam: the server's default ef_search is
 	// plenty, and cheaper than the budget's.
 	var out []Candidate
-	err := r.hnswQuery(ctx, min(q.ef, seedEfSearch), qGraphExpand, args, func(rows pgx.Rows) error {
+	err = r.hnswQuery(ctx, min(q.ef, seedEfSearch), qGraphExpand, args, func(rows pgx.Rows) error {
 		var c Candidate
 		if err := rows.Scan(&c.ID, &c.Score); err != nil {
 			return err
@@ -363,4 +433,57 @@ func hasCJKRune(s string) bool {
 		}
 	}
 	return false
+}
+
+// nicknameKeys returns the alias keys of the nicknames a full name's
+// bearer is commonly called by: 阿 + given name, the given name doubled,
+// given name + 姐/哥 (刘洋 → 阿洋, 洋洋, 洋姐, 洋哥), for a Han name of a
+// one-character surname and a one-character given name, or a romanised
+// one ("Liu Yang" → ayang, yangyang, yangjie, yangge, which are the keys
+// resolve gives the Han nicknames). Friends write the nickname; the agent
+// asks with the full name.
+func nicknameKeys(name string) []string {
+	rs := []rune(name)
+	var out []string
+	if len(rs) == 2 && lexical.IsCJK(rs[0]) && lexical.IsCJK(rs[1]) {
+		if !slices.ContainsFunc(resolve.Keys(name), func(k string) bool { return strings.HasPrefix(k, "surname:") }) {
+			return nil
+		}
+		g := string(rs[1])
+		for _, n := range []string{"阿" + g, g + g, g + "姐", g + "哥"} {
+			if n == name {
+				continue
+			}
+			out = append(out, resolve.Keys(n)...)
+		}
+		return out
+	}
+	f := strings.Fields(strings.ToLower(name))
+	if len(f) != 2 || hasCJKRune(name) {
+		return nil
+	}
+	// Chinese order: the first word must be a surname.
+	if !slices.Contains(resolve.Keys(name), "surname:"+f[0]) {
+		return nil
+	}
+	g := f[1]
+	return []string{"a" + g, g + g, g + "jie", g + "ge"}
+}
+
+// nicknameGiven returns the given-name character a Han nickname stands
+// for (阿洋, 洋洋, 洋姐, 洋哥 → 洋).
+func nicknameGiven(name string) (string, bool) {
+	rs := []rune(name)
+	if len(rs) != 2 || !lexical.IsCJK(rs[0]) || !lexical.IsCJK(rs[1]) {
+		return "", false
+	}
+	switch {
+	case rs[0] == '阿' && rs[1] != '姨':
+		return string(rs[1]), true
+	case rs[0] == rs[1]:
+		return string(rs[0]), true
+	case rs[1] == '姐' || rs[1] == '哥':
+		return string(rs[0]), true
+	}
+	return "", false
 }

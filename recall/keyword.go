@@ -221,12 +221,9 @@ func (r *Recaller) keyword(ctx context.Context, q *query) ([]Candidate, string, 
 // keyword arm would otherwise cost on a big bank.
 func (r *Recaller) termStats(ctx context.Context, bank string, terms []string) ([]termStat, error) {
 	now := time.Now()
-	n, ok := r.stats.bankSize(bank, now)
-	if !ok {
-		if err := r.pool.QueryRow(ctx, qKeywordBankSize, bank).Scan(&n); err != nil {
-			return nil, fmt.Errorf("keyword bank size: %w", err)
-		}
-		r.stats.putBankSize(bank, n, now)
+	n, err := r.bankSize(ctx, bank, now)
+	if err != nil {
+		return nil, err
 	}
 	stats := make([]termStat, len(terms))
 	var missing []string
@@ -264,6 +261,20 @@ func (r *Recaller) termStats(ctx context.Context, bank string, terms []string) (
 		}
 	}
 	return stats, nil
+}
+
+// bankSize is the bank's number of valid facts, from the cache where it
+// is fresh (the keyword and graph arms both need it).
+func (r *Recaller) bankSize(ctx context.Context, bank string, now time.Time) (int64, error) {
+	if n, ok := r.stats.bankSize(bank, now); ok {
+		return n, nil
+	}
+	var n int64
+	if err := r.pool.QueryRow(ctx, qKeywordBankSize, bank).Scan(&n); err != nil {
+		return 0, fmt.Errorf("bank size: %w", err)
+	}
+	r.stats.putBankSize(bank, n, now)
+	return n, nil
 }
 
 // termStat is a term's document frequency df in a bank of n facts.

@@ -63,3 +63,46 @@ func TestPreferSlotValues(t *testing.T) {
 		t.Error("a query without a slot changed the order")
 	}
 }
+
+func TestNicknames(t *testing.T) {
+	has := func(keys []string, k string) bool {
+		for _, x := range keys {
+			if x == k {
+				return true
+			}
+		}
+		return false
+	}
+	if ks := nicknameKeys("刘洋"); !has(ks, "阿洋") || !has(ks, "ayang") || !has(ks, "洋姐") {
+		t.Errorf("nicknameKeys(刘洋) = %v, want 阿洋, ayang, 洋姐 among them", ks)
+	}
+	if ks := nicknameKeys("Wang Fang"); !has(ks, "fangfang") || !has(ks, "afang") {
+		t.Errorf("nicknameKeys(Wang Fang) = %v, want fangfang and afang", ks)
+	}
+	for _, n := range []string{"Alice Chen", "什么", "武汉大学", "Alice"} {
+		if ks := nicknameKeys(n); len(ks) > 0 {
+			t.Errorf("nicknameKeys(%q) = %v, want none", n, ks)
+		}
+	}
+	for n, want := range map[string]string{"阿洋": "洋", "芳芳": "芳", "敏姐": "敏", "阿姨": "", "刘洋": ""} {
+		g, ok := nicknameGiven(n)
+		if g != want || ok != (want != "") {
+			t.Errorf("nicknameGiven(%q) = %q, %v, want %q", n, g, ok, want)
+		}
+	}
+}
+
+func TestSeedMentionCap(t *testing.T) {
+	pool := 50
+	if got := seedMentionCap(pool, 30); got != maxSeedMentions(pool) {
+		t.Errorf("tiny bank cap = %d, want %d", got, maxSeedMentions(pool))
+	}
+	// 300 facts: an entity in more than 60 of them is a hub (the user).
+	if got := seedMentionCap(pool, 300); got != 60 {
+		t.Errorf("cap for 300 facts = %d, want 60", got)
+	}
+	// A big bank: the absolute cap holds.
+	if got := seedMentionCap(pool, 1_000_000); got != maxSeedMentions(pool) {
+		t.Errorf("cap for a big bank = %d, want %d", got, maxSeedMentions(pool))
+	}
+}
