@@ -66,9 +66,34 @@ func cmdDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		DLQTopic: cfg.Kafka.DLQTopic, DefaultTopic: cfg.Kafka.Topics[0], Group: dlqReplayGroup,
 		FromOffset: *from, Limit: *limit, Bank: *bank,
 	})
+	if err != nil {
+		fmt.Fprintf(stdout, "replayed %d records from %s before stopping; group %s holds the progress\n",
+			res.Replayed, cfg.Kafka.DLQTopic, dlqReplayGroup)
+		return err
+	}
 	fmt.Fprintf(stdout, "replayed %d records from %s (%d of other banks left in place); group %s committed\n",
 		res.Replayed, cfg.Kafka.DLQTopic, res.Skipped, dlqReplayGroup)
-	return err
+	return nil
+}
+
+// retryKafka retries fn while Kafka answers with a retriable error, as a
+// fresh cluster does (COORDINATOR_NOT_AVAILABLE) until its offsets topic
+// exists, for up to a minute.
+func retryKafka(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(time.Minute)
+	wait := 100 * time.Millisecond
+	for {
+		err := fn()
+		if err == nil || !kerr.IsRetriable(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // dlqReplayConfig says what to replay.
@@ -125,7 +150,11 @@ func replayDLQ(ctx context.Context, cl *kgo.Client, cfg dlqReplayConfig) (dlqRep
 	if err != nil {
 		return res, fmt.Errorf("dlq replay: list start offsets of %s: %w", cfg.DLQTopic, err)
 	}
-	committed, err := adm.FetchOffsets(ctx, cfg.Group)
+	var committed kadm.OffsetResponses
+	err = retryKafka(ctx, func() (err error) {
+		committed, err = adm.FetchOffsets(ctx, cfg.Group)
+		return err
+	})
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		// Never committed before (some brokers say so instead of
 		// returning no offsets): start from the log start.
@@ -252,7 +281,7 @@ func replayDLQ(ctx context.Context, cl *kgo.Client, cfg dlqReplayConfig) (dlqRep
 			}
 		}
 		if len(commit) > 0 {
-			if err := adm.CommitAllOffsets(ctx, cfg.Group, commit); err != nil {
+			if err := retryKafka(ctx, func() error { return adm.CommitAllOffsets(ctx, cfg.Group, commit) }); err != nil {
 				return res, fmt.Errorf("dlq replay: commit group %s: %w", cfg.Group, err)
 			}
 		}
