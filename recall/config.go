@@ -18,6 +18,16 @@ type BudgetLevel struct {
 
 // Config tunes a Recaller. The zero value is usable: WithDefaults fills it.
 type Config struct {
+	// Reranker, when set (rerank.provider: http), rescores the top
+	// RerankTop results with a cross-encoder. A failing reranker leaves the
+	// order as it was and says so in the trace.
+	Reranker Reranker
+	// RerankTop is how many of the best results the reranker sees
+	// (default 30); RerankWeight is its share of the final score (default
+	// 0.7: a cross-encoder reads query and text together and is the better
+	// judge of the head when one is configured).
+	RerankTop    int
+	RerankWeight float64
 	// ArmTimeout bounds each arm (and the query embedding). A slow arm is
 	// dropped from the answer rather than holding it up. Default 2s.
 	ArmTimeout time.Duration
@@ -59,6 +69,12 @@ type Config struct {
 
 // WithDefaults returns c with zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
+	if c.RerankTop == 0 {
+		c.RerankTop = 30
+	}
+	if c.RerankWeight == 0 {
+		c.RerankWeight = 0.7
+	}
 	if c.ArmTimeout == 0 {
 		c.ArmTimeout = 2 * time.Second
 	}
@@ -100,6 +116,9 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c Config) validate() error {
+	if c.RerankTop < 0 || c.RerankWeight < 0 || c.RerankWeight > 1 {
+		return fmt.Errorf("recall config rerank: top must be positive and weight in [0, 1], got %d and %g", c.RerankTop, c.RerankWeight)
+	}
 	if c.ArmTimeout < 0 {
 		return fmt.Errorf("recall config arm_timeout: must be positive, got %s", c.ArmTimeout)
 	}

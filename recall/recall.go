@@ -88,6 +88,9 @@ type Request struct {
 	// one fact do not crowd out the rest of the budget. 0 (the default)
 	// keeps the score order; must be in [0, 1).
 	Diversity float64
+	// SkipRerank leaves out the cross-encoder even when one is configured
+	// (for ablation, or a caller that wants the fused order).
+	SkipRerank bool
 }
 
 // Scores explains a result's rank.
@@ -101,6 +104,8 @@ type Scores struct {
 	Keyword  float64 `json:"keyword"`
 	Graph    float64 `json:"graph"`
 	Temporal float64 `json:"temporal"`
+	// Rerank is the cross-encoder's score, when a reranker ran.
+	Rerank *float64 `json:"rerank,omitempty"`
 }
 
 // Result is one recalled fact.
@@ -183,6 +188,8 @@ type Trace struct {
 	// Collapsed counts results dropped as copies of a better-scored
 	// result with the same text (see collapseDuplicates).
 	Collapsed int `json:"collapsed_duplicates"`
+	// Rerank says what the cross-encoder did ("" when none is configured).
+	Rerank string `json:"rerank,omitempty"`
 	// ArmsMS is the time until the last arm finished; HydrateMS loading
 	// the fused facts; ScoreMS scoring, diversifying and the token cut.
 	ArmsMS     float64 `json:"arms_ms"`
@@ -465,6 +472,7 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 	fs := fuse(q.Fusion, traces, r.cfg.RRFK)
 	resp := Response{Results: []Result{}}
 	var dropped, used, collapsed int
+	var rerankNote string
 	var hydrateDur, scoreDur time.Duration
 	if len(fs) > 0 {
 		t0 := time.Now()
@@ -477,6 +485,9 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 		scoreResults(hs, fs, q, r.cfg)
 		preferSlotValues(hs, q)
 		hs, collapsed = collapseDuplicates(hs)
+		if r.cfg.Reranker != nil && !q.SkipRerank {
+			rerankNote = r.rerank(ctx, q.Query, hs)
+		}
 		if q.Diversity > 0 {
 			diversify(hs, q.Diversity)
 		}
@@ -491,7 +502,7 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 	if q.Trace {
 		t := &Trace{Budget: q.Budget, Fusion: q.Fusion, EmbedMS: ms(q.embedDur), Arms: traces,
 			Fused: len(fs), Dropped: dropped, Collapsed: collapsed, Tokenizer: r.tok.name(), TokensUsed: used,
-			ArmsMS: ms(armsDone.Sub(start)), HydrateMS: ms(hydrateDur), ScoreMS: ms(scoreDur)}
+			ArmsMS: ms(armsDone.Sub(start)), HydrateMS: ms(hydrateDur), ScoreMS: ms(scoreDur), Rerank: rerankNote}
 		for _, w := range q.windows {
 			t.Windows = append(t.Windows, Window{Text: w.Text, Start: w.Start, End: w.End})
 		}

@@ -311,6 +311,10 @@ type recallBody struct {
 	Fusion         string   `json:"fusion"`
 	Arms           []string `json:"arms"`
 	Include        any      `json:"include"`
+	// Rerank false skips the configured cross-encoder (default true).
+	Rerank *bool `json:"rerank"`
+	// Diversity in [0, 1) turns on MMR diversification.
+	Diversity float64 `json:"diversity"`
 }
 
 func (s *Server) recall(w http.ResponseWriter, r *http.Request) error {
@@ -340,7 +344,11 @@ var validArms = map[string]bool{"semantic": true, "keyword": true, "graph": true
 
 func recallRequest(bank string, b recallBody) (recall.Request, error) {
 	req := recall.Request{BankID: bank, Query: strings.TrimSpace(b.Query), Types: b.Types, Budget: b.Budget,
-		MaxTokens: 4096, Tags: b.Tags, TagsMatch: b.TagsMatch, Fusion: b.Fusion, Arms: b.Arms, Trace: b.Trace, QueryTime: time.Now().UTC()}
+		MaxTokens: 4096, Tags: b.Tags, TagsMatch: b.TagsMatch, Fusion: b.Fusion, Arms: b.Arms, Trace: b.Trace, QueryTime: time.Now().UTC(),
+		SkipRerank: b.Rerank != nil && !*b.Rerank, Diversity: b.Diversity}
+	if b.Diversity < 0 || b.Diversity >= 1 {
+		return req, badRequest("diversity", "diversity must be in [0, 1)")
+	}
 	if req.Query == "" {
 		return req, badRequest("query", "query is required")
 	}

@@ -86,6 +86,8 @@ func (s *Server) openAPIDoc() map[string]any {
 					"tags_match": map[string]any{"type": "string", "enum": []string{"any", "all", "any_strict", "all_strict", "exact"}},
 					"fusion":     map[string]any{"type": "string", "enum": []string{"rrf", "interleave"}},
 					"arms":       strs,
+					"rerank":     map[string]any{"type": "boolean"},
+					"diversity":  map[string]any{"type": "number", "minimum": 0, "maximum": 1},
 				}),
 				"ReflectRequest": obj(map[string]any{
 					"query": str, "budget": map[string]any{"type": "string", "enum": []string{"low", "mid", "high"}},

@@ -28,6 +28,7 @@ import (
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/recallapi"
 	"github.com/memstream/memstream/reflect"
+	"github.com/memstream/memstream/rerank"
 	"github.com/memstream/memstream/store"
 )
 
@@ -215,7 +216,15 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 	}
 	var rc *recall.Recaller
 	if rl.api || rl.worker {
-		if rc, err = recall.New(a.st.Pool(), emb, recall.Config{Registerer: reg}, log); err != nil {
+		rcfg := recall.Config{Registerer: reg}
+		if cfg.Rerank.Provider == "http" {
+			rr, err := rerank.NewHTTP(rerank.Config{URL: cfg.Rerank.URL, APIKey: cfg.Rerank.APIKey, Model: cfg.Rerank.Model, Timeout: cfg.Rerank.Timeout})
+			if err != nil {
+				return a, err
+			}
+			rcfg.Reranker = rr
+		}
+		if rc, err = recall.New(a.st.Pool(), emb, rcfg, log); err != nil {
 			return a, err
 		}
 	}
