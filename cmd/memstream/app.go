@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -108,6 +109,31 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*store
 		return nil, pg, err
 	}
 	return st, pg, nil
+}
+
+// commandStore loads the configuration and opens the store for a one-shot
+// command (migrate, consolidate, export, defense rescan). The returned
+// close function closes the pool and stops a managed server it started.
+func commandStore(ctx context.Context, path string, sets overrides, stderr io.Writer) (config.Config, *slog.Logger, *store.Store, func(), error) {
+	cfg, err := loadConfig(path, sets)
+	if err != nil {
+		return cfg, nil, nil, nil, err
+	}
+	log := newLogger(cfg, stderr)
+	st, pg, err := openStore(ctx, cfg, log)
+	closeAll := func() {
+		if st != nil {
+			st.Close()
+		}
+		if pg != nil {
+			_ = pg.Stop(context.WithoutCancel(ctx))
+		}
+	}
+	if err != nil {
+		closeAll()
+		return cfg, log, nil, nil, err
+	}
+	return cfg, log, st, closeAll, nil
 }
 
 func newEmbedder(cfg config.Config) (embed.Embedder, error) {

@@ -67,19 +67,11 @@ func cmdConsolidate(ctx context.Context, args []string, stdout, stderr io.Writer
 		fs.Usage()
 		return errors.New("consolidate: --bank is required")
 	}
-	cfg, err := loadConfig(*path, *sets)
+	cfg, log, st, closeStore, err := commandStore(ctx, *path, *sets, stderr)
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg, stderr)
-	st, pg, err := openStore(ctx, cfg, log)
-	if pg != nil {
-		defer pg.Stop(context.WithoutCancel(ctx))
-	}
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+	defer closeStore()
 	emb, err := newEmbedder(cfg)
 	if err != nil {
 		return err

@@ -58,19 +58,11 @@ func cmdDefense(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *batch <= 0 {
 		return fmt.Errorf("defense rescan: --batch-size must be positive, got %d", *batch)
 	}
-	cfg, err := loadConfig(*path, *sets)
+	cfg, _, st, closeStore, err := commandStore(ctx, *path, *sets, stderr)
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg, stderr)
-	st, pg, err := openStore(ctx, cfg, log)
-	if pg != nil {
-		defer pg.Stop(context.WithoutCancel(ctx))
-	}
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+	defer closeStore()
 
 	b, err := st.GetBank(ctx, *bank)
 	if err != nil {

@@ -33,18 +33,11 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.Usage()
 		return errors.New("export pages: --bank and --out are required")
 	}
-	cfg, err := loadConfig(*path, *sets)
+	_, _, st, closeStore, err := commandStore(ctx, *path, *sets, stderr)
 	if err != nil {
 		return err
 	}
-	st, pg, err := openStore(ctx, cfg, newLogger(cfg, stderr))
-	if pg != nil {
-		defer pg.Stop(context.WithoutCancel(ctx))
-	}
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+	defer closeStore()
 	paths, err := consolidate.WritePages(ctx, st, *bank, *out)
 	if err != nil {
 		return err

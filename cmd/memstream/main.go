@@ -172,18 +172,11 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := loadConfig(*path, *sets)
+	_, _, _, closeStore, err := commandStore(ctx, *path, *sets, stderr)
 	if err != nil {
 		return err
 	}
-	st, pg, err := openStore(ctx, cfg, newLogger(cfg, stderr))
-	if pg != nil {
-		defer pg.Stop(context.WithoutCancel(ctx))
-	}
-	if err != nil {
-		return err
-	}
-	st.Close()
+	closeStore()
 	fmt.Fprintln(stdout, "migrations applied; schema is current")
 	return nil
 }
