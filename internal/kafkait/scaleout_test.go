@@ -458,3 +458,12 @@ func nonEmptyAssignments(ps []*proc) int {
 	}
 	return n
 }
+
+// TestMain removes the memstream binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
