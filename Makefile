@@ -33,10 +33,10 @@ test-rest:
 
 test: deps vet test-race test-rest
 
-# The real-broker suite (Apache Kafka 4.x in KRaft mode, from Maven Central).
+# The real-broker suite (Apache Kafka 4.x in KRaft mode, from Maven Central
+# jars): three ingester processes, kills, rebalances, rolling restarts.
 test-kafka: deps
-	@out="$$(scripts/kafka-broker.sh start)" && export "$$out" && \
-		$(GO) test -race -timeout 20m -run Kafka ./consumer/... ./pipeline/... ; rc=$$?; scripts/kafka-broker.sh stop; exit $$rc
+	@scripts/ci-kafka.sh
 
 clean:
 	rm -rf bin
