@@ -460,7 +460,7 @@ func (s *Server) table() []route {
 	const b = "/v1/default/banks/{bank_id}"
 	return []route{
 		{"GET", "/health", "health", "", "Liveness.", s.health, ""},
-		{"GET", "/health/ready", "ready", "", "Readiness: database and Kafka reachable, not draining.", s.ready, ""},
+		{"GET", "/health/ready", "ready", "", "Readiness: the dependencies of this replica's roles reachable (database; brokers for ingest), not draining.", s.ready, ""},
 		{"GET", "/openapi.json", "openapi", "", "This OpenAPI 3 description.", s.openapi, ""},
 		{"GET", "/metrics", "metrics", "", "Prometheus metrics.", s.metrics, ""},
 		{"GET", "/v1/default/banks", "banks_list", "read", "List banks.", s.listBanks, ""},
