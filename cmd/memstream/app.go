@@ -24,6 +24,7 @@ import (
 	"github.com/memstream/memstream/defense"
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/extract"
+	"github.com/memstream/memstream/llm"
 	"github.com/memstream/memstream/pgserver"
 	"github.com/memstream/memstream/pipeline"
 	"github.com/memstream/memstream/recall"
@@ -312,10 +313,16 @@ func newReflector(cfg config.Config, rc *recall.Recaller, st *store.Store, reg p
 			ContextTokens: cfg.Reflect.ContextTokens})
 }
 
-func newExtractor(cfg config.Config, _ prometheus.Registerer, _ *slog.Logger) (pipeline.Extractor, error) {
+func newExtractor(cfg config.Config, reg prometheus.Registerer, log *slog.Logger) (pipeline.Extractor, error) {
 	switch cfg.LLM.Provider {
 	case "openai":
-		return nil, fmt.Errorf("llm.provider openai: the LLM extractor is not wired yet; use offline")
+		ex, err := llm.New(llm.Config{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model,
+			Concurrency: cfg.LLM.Concurrency, Timeout: cfg.LLM.Timeout, MaxRetries: cfg.LLM.MaxRetries,
+			ChunksPerCall: cfg.LLM.ChunksPerCall}, reg, log.With("component", "llm"))
+		if err != nil {
+			return nil, fmt.Errorf("llm: %w", err)
+		}
+		return ex, nil
 	default:
 		return extract.NewOffline(extract.OfflineConfig{}), nil
 	}
