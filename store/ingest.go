@@ -1,10 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -142,35 +144,40 @@ const (
 	qInsertAliases = `INSERT INTO entity_aliases (bank_id, alias_key, alias, entity_id)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::uuid[])
 		ON CONFLICT DO NOTHING`
-	qInsertUnitEntities = `INSERT INTO unit_entities (unit_id, entity_id)
-		SELECT * FROM unnest($1::uuid[], $2::uuid[]) ON CONFLICT DO NOTHING`
+	qInsertUnitEntities = `INSERT INTO unit_entities (unit_id, entity_id, mentioned_at)
+		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) ON CONFLICT DO NOTHING`
 	qInsertLinks = `INSERT INTO memory_links (bank_id, from_id, to_id, link_type, weight)
 		SELECT * FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::real[])
 		ON CONFLICT DO NOTHING`
 	// Entity co-mention links to the few most recent earlier facts sharing
 	// an entity: set-based, so one statement serves the whole batch.
 	qEntityLinks = `INSERT INTO memory_links (bank_id, from_id, to_id, link_type, weight)
-		SELECT u.bank_id, u.id, o.unit_id, 'entity', 1.0
-		FROM unnest($1::uuid[]) AS n(id)
-		JOIN memory_units u ON u.id = n.id
-		JOIN unit_entities ue ON ue.unit_id = u.id
+		SELECT u.bank_id, ue.unit_id, o.unit_id, 'entity', 1.0
+		FROM unit_entities ue
+		JOIN memory_units u ON u.id = ue.unit_id
 		CROSS JOIN LATERAL (
 			SELECT ue2.unit_id FROM unit_entities ue2
-			JOIN memory_units m ON m.id = ue2.unit_id
-			WHERE ue2.entity_id = ue.entity_id AND ue2.unit_id <> u.id AND m.bank_id = u.bank_id
-			ORDER BY m.mentioned_at DESC LIMIT 5) o
+			WHERE ue2.entity_id = ue.entity_id AND ue2.unit_id <> ue.unit_id
+			ORDER BY ue2.mentioned_at DESC LIMIT 5) o
+		WHERE ue.unit_id = ANY($1::uuid[])
 		ON CONFLICT DO NOTHING`
+	// Temporal links to the nearest facts of other conversations within
+	// 24 hours: the nearest two before and after come from two short index
+	// scans, instead of sorting everything said that day.
 	qTemporalLinks = `INSERT INTO memory_links (bank_id, from_id, to_id, link_type, weight)
-		SELECT u.bank_id, u.id, o.id, 'temporal', o.w
+		SELECT u.bank_id, u.id, o.id, 'temporal', (1 - abs(extract(epoch FROM o.mentioned_at - u.mentioned_at)) / 86400.0)::real
 		FROM unnest($1::uuid[]) AS n(id)
 		JOIN memory_units u ON u.id = n.id
 		CROSS JOIN LATERAL (
-			SELECT m.id, (1 - abs(extract(epoch FROM m.mentioned_at - u.mentioned_at)) / 86400.0)::real AS w
-			FROM memory_units m
-			WHERE m.bank_id = u.bank_id AND m.id <> u.id AND m.fact_type <> 'observation'
-			  AND m.mentioned_at BETWEEN u.mentioned_at - interval '24 hours' AND u.mentioned_at + interval '24 hours'
-			  AND (m.document_id IS DISTINCT FROM u.document_id)
-			ORDER BY abs(extract(epoch FROM m.mentioned_at - u.mentioned_at)) LIMIT 3) o
+			(SELECT m.id, m.mentioned_at FROM memory_units m
+			 WHERE m.bank_id = u.bank_id AND m.mentioned_at BETWEEN u.mentioned_at - interval '24 hours' AND u.mentioned_at
+			   AND m.id <> u.id AND m.fact_type <> 'observation' AND m.document_id IS DISTINCT FROM u.document_id
+			 ORDER BY m.mentioned_at DESC LIMIT 2)
+			UNION ALL
+			(SELECT m.id, m.mentioned_at FROM memory_units m
+			 WHERE m.bank_id = u.bank_id AND m.mentioned_at > u.mentioned_at AND m.mentioned_at <= u.mentioned_at + interval '24 hours'
+			   AND m.id <> u.id AND m.fact_type <> 'observation' AND m.document_id IS DISTINCT FROM u.document_id
+			 ORDER BY m.mentioned_at LIMIT 2)) o
 		ON CONFLICT DO NOTHING`
 	// Semantic links to the nearest facts (cosine similarity ≥ 0.7) through
 	// the HNSW index. One index probe per fact costs more than the rest of
@@ -188,7 +195,7 @@ const (
 		WHERE u.embedding IS NOT NULL AND o.sim >= 0.7
 		ON CONFLICT DO NOTHING`
 	qLinkSearchSettings = `SELECT set_config('hnsw.ef_search', '20', true), set_config('hnsw.iterative_scan', 'relaxed_order', true)`
-	qInsertAudit = `INSERT INTO defense_audit (bank_id, event_key, label, action, fingerprint)
+	qInsertAudit        = `INSERT INTO defense_audit (bank_id, event_key, label, action, fingerprint)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) ON CONFLICT DO NOTHING`
 	qEnqueueJob = `INSERT INTO jobs (kind, bank_id, unique_key)
 		SELECT $1, b, $1 || ':' || b FROM unnest($2::text[]) AS b
@@ -389,6 +396,9 @@ func upsertEntities(ctx context.Context, tx pgx.Tx, evs []*EventRecord) error {
 	if len(order) == 0 {
 		return nil
 	}
+	// Lock entity rows in one global order, so two lanes upserting the same
+	// entities wait for each other instead of deadlocking.
+	slices.SortFunc(order, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
 	bankOf := map[uuid.UUID]string{}
 	for _, e := range evs {
 		for _, en := range e.Entities {
@@ -460,13 +470,14 @@ func insertUnits(ctx context.Context, tx pgx.Tx, evs []*EventRecord) ([]uuid.UUI
 
 func insertUnitLinks(ctx context.Context, tx pgx.Tx, evs []*EventRecord, ids []uuid.UUID) error {
 	var ueUnit, ueEnt []uuid.UUID
+	var ueAt []time.Time
 	var lBank, lType []string
 	var lFrom, lTo []uuid.UUID
 	var lW []float32
 	for _, e := range evs {
 		for _, f := range e.Facts {
 			for _, en := range f.EntityIDs {
-				ueUnit, ueEnt = append(ueUnit, f.ID), append(ueEnt, en)
+				ueUnit, ueEnt, ueAt = append(ueUnit, f.ID), append(ueEnt, en), append(ueAt, f.MentionedAt)
 			}
 		}
 		for _, l := range e.Links {
@@ -474,7 +485,7 @@ func insertUnitLinks(ctx context.Context, tx pgx.Tx, evs []*EventRecord, ids []u
 		}
 	}
 	if len(ueUnit) > 0 {
-		if _, err := tx.Exec(ctx, qInsertUnitEntities, ueUnit, ueEnt); err != nil {
+		if _, err := tx.Exec(ctx, qInsertUnitEntities, ueUnit, ueEnt, ueAt); err != nil {
 			return fmt.Errorf("unit entities: %w", err)
 		}
 	}
