@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/url"
 	"strings"
 	"sync"
@@ -16,7 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -97,27 +94,7 @@ func newHarnessApp(t *testing.T) (h *harness, app, plainURL string) {
 	} else {
 		dbURL += " application_name=" + app
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{URL: dbURL, MaxConns: 8, Dim: 64}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic, dlq))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	prod, err := broker.NewProducer(c.ListenAddrs(), "test-producer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(prod.Close)
-	return &harness{t: t, cluster: c, brokers: c.ListenAddrs(), st: st, prod: prod, log: log}, app, plainURL
+	return newHarnessURL(t, dbURL), app, plainURL
 }
 
 // produceKeyed produces records with explicit keys.

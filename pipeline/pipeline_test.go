@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -19,9 +18,6 @@ import (
 
 	"github.com/memstream/memstream/broker"
 	"github.com/memstream/memstream/consumer"
-	"github.com/memstream/memstream/defense"
-	"github.com/memstream/memstream/embed"
-	"github.com/memstream/memstream/extract"
 	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/pipeline"
 	"github.com/memstream/memstream/store"
@@ -44,6 +40,13 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	url, _ := pgtest.Schema(t)
+	return newHarnessURL(t, url)
+}
+
+// newHarnessURL migrates the store at url and starts a kfake cluster with
+// the event and dead-letter topics.
+func newHarnessURL(t *testing.T, url string) *harness {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx := context.Background()
 	st, err := store.Open(ctx, store.Config{URL: url, MaxConns: 8, Dim: 64}, log)
@@ -74,35 +77,7 @@ type running struct {
 	done   chan error
 }
 
-func (h *harness) start(group string) *running {
-	h.t.Helper()
-	emb, _ := embed.NewLocal(64)
-	gate, err := defense.NewGate(defense.GateConfig{FingerprintSalt: []byte("0123456789abcdef-test")}, prometheus.NewRegistry(), h.log)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	res, err := pipeline.NewStoreResolver(h.st)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	p, err := pipeline.New(pipeline.Config{Lanes: 3, BatchSize: 64, BatchWait: 20 * time.Millisecond, MaxEventBytes: 1 << 20}, pipeline.Deps{
-		Gate: gate, Policies: pipeline.NewCachedPolicies(h.st, defense.DefaultPolicy(), time.Second),
-		Extractor: extract.NewOffline(extract.OfflineConfig{}), Embedder: emb, Resolver: res, Store: h.st,
-		DeadLetter: broker.NewDeadLetters(h.prod, dlq), Logger: h.log,
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	cons, err := consumer.New(consumer.Config{Brokers: h.brokers, Topics: []string{topic}, Group: group,
-		CommitInterval: 100 * time.Millisecond, ShutdownTimeout: 10 * time.Second}, p, nil, h.log)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{pipe: p, cons: cons, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- cons.Run(ctx) }()
-	return r
-}
+func (h *harness) start(group string) *running { return h.startWith(group, options{}) }
 
 // stop drains gracefully: consumer first (commits), then the pipeline.
 func (r *running) stop(t *testing.T) {
