@@ -135,16 +135,11 @@ type benchEnv struct {
 
 func openBenchEnv(ctx context.Context, dbURL string, stderr io.Writer, log *slog.Logger) (*benchEnv, error) {
 	env := &benchEnv{cfg: config.Default(), log: log, stderr: stderr, drop: func() {}}
-	tmp, err := os.MkdirTemp("", "memstream-bench-ingest-")
+	tmp, err := tempDataDir("memstream-bench-ingest-")
 	if err != nil {
 		return nil, err
 	}
 	env.tmp = tmp
-	// The managed server may run as another user (PostgreSQL refuses
-	// root), who must be able to enter the directory.
-	if err := os.Chmod(tmp, 0o711); err != nil {
-		return nil, err
-	}
 	ok := false
 	defer func() {
 		if !ok {

@@ -7,18 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/url"
 	"os"
 	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/memstream/memstream/embed"
-	"github.com/memstream/memstream/pgserver"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/store"
 )
@@ -89,7 +84,7 @@ func benchRecall(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 	base := *dbURL
 	if base == "" {
-		srv, dir, err := startBenchServer(ctx, log)
+		srv, dir, err := startTempPostgres(ctx, "memstream-bench-recall-", log)
 		if err != nil {
 			return err
 		}
@@ -165,74 +160,6 @@ func benchRecallSize(ctx context.Context, base string, facts, queries int, concs
 			facts, c, res.P50MS, res.P95MS, res.P99MS, res.QPS, res.RawHNSWP50MS, res.RatioP50))
 	}
 	return nil
-}
-
-// startBenchServer starts a managed PostgreSQL on a free port in a new
-// temporary directory, so the bench never touches real data.
-func startBenchServer(ctx context.Context, log *slog.Logger) (*pgserver.Server, string, error) {
-	dir, err := os.MkdirTemp("", "memstream-bench-recall-")
-	if err != nil {
-		return nil, "", fmt.Errorf("bench recall: %w", err)
-	}
-	// Run as root, pgserver runs PostgreSQL as another user, who must be
-	// able to enter the directory; MkdirTemp makes it private.
-	if err := os.Chmod(dir, 0o711); err != nil {
-		return nil, "", fmt.Errorf("bench recall: %w", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, "", fmt.Errorf("bench recall: find a free port: %w", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	srv, err := pgserver.Start(ctx, pgserver.Config{DataDir: dir + "/data", Port: port}, log)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, "", fmt.Errorf("bench recall: %w", err)
-	}
-	return srv, dir, nil
-}
-
-// schemaURL creates a fresh schema and returns base with its search_path
-// set to it (then public, where the vector and pg_trgm extensions live).
-// Other benchmarks use it too.
-func schemaURL(ctx context.Context, base, schema string) (string, error) {
-	return openSchemaURL(ctx, base, schema, false)
-}
-
-// openSchemaURL is schemaURL that, with reuse, keeps an existing schema.
-func openSchemaURL(ctx context.Context, base, schema string, reuse bool) (string, error) {
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		return "", fmt.Errorf("bench recall: connect: %w", err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	ident := pgx.Identifier{schema}.Sanitize()
-	if !reuse {
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+ident+" CASCADE"); err != nil {
-			return "", fmt.Errorf("bench recall: drop schema %s: %w", schema, err)
-		}
-	}
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident); err != nil {
-		return "", fmt.Errorf("bench recall: create schema %s: %w", schema, err)
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return "", fmt.Errorf("bench recall: database url: %w", err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema+",public")
-	u.RawQuery = q.Encode()
-	return u.String(), nil
-}
-
-func dropSchema(ctx context.Context, base, schema string) {
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		return
-	}
-	defer conn.Close(ctx)
-	_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
 }
 
 func intList(s, flagName string) ([]int, error) {

@@ -7,10 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/url"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"time"
@@ -19,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memstream/memstream/embed"
-	"github.com/memstream/memstream/pgserver"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/reflect"
 	"github.com/memstream/memstream/store"
@@ -123,7 +119,7 @@ func benchReflect(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 	base := *dbURL
 	if base == "" {
-		srv, dir, err := startReflectBenchServer(ctx, log)
+		srv, dir, err := startTempPostgres(ctx, "memstream-bench-reflect-", log)
 		if err != nil {
 			return err
 		}
@@ -139,7 +135,7 @@ func benchReflect(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		base = srv.URL()
 	}
 	schema := fmt.Sprintf("bench_reflect_%d", *facts)
-	su, err := freshSchema(ctx, base, schema)
+	su, err := schemaURL(ctx, base, schema)
 	if err != nil {
 		return err
 	}
@@ -299,57 +295,6 @@ func pctMS(ds []time.Duration, p int) float64 {
 }
 
 func round2f(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
-
-// startReflectBenchServer starts a managed PostgreSQL on a free port in a
-// new temporary directory, so the bench never touches real data.
-func startReflectBenchServer(ctx context.Context, log *slog.Logger) (*pgserver.Server, string, error) {
-	dir, err := os.MkdirTemp("", "memstream-bench-reflect-")
-	if err != nil {
-		return nil, "", fmt.Errorf("bench reflect: %w", err)
-	}
-	// pgserver runs PostgreSQL as an unprivileged user when we are root;
-	// it must be able to enter the directory MkdirTemp made private.
-	if err := os.Chmod(dir, 0o711); err != nil {
-		return nil, "", fmt.Errorf("bench reflect: %w", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, "", fmt.Errorf("bench reflect: find a free port: %w", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	srv, err := pgserver.Start(ctx, pgserver.Config{DataDir: filepath.Join(dir, "data"), Port: port}, log)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, "", fmt.Errorf("bench reflect: %w", err)
-	}
-	return srv, dir, nil
-}
-
-// freshSchema (re)creates schema and returns base with its search_path set
-// to it, then public, where the vector and pg_trgm extensions live.
-func freshSchema(ctx context.Context, base, schema string) (string, error) {
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		return "", fmt.Errorf("bench reflect: connect: %w", err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	ident := pgx.Identifier{schema}.Sanitize()
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+ident+" CASCADE"); err != nil {
-		return "", fmt.Errorf("bench reflect: drop schema %s: %w", schema, err)
-	}
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+ident); err != nil {
-		return "", fmt.Errorf("bench reflect: create schema %s: %w", schema, err)
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return "", fmt.Errorf("bench reflect: database url: %w", err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema+",public")
-	u.RawQuery = q.Encode()
-	return u.String(), nil
-}
 
 func dropBenchSchema(ctx context.Context, base, schema string) error {
 	conn, err := pgx.Connect(ctx, base)

@@ -210,16 +210,11 @@ func cmdEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		IngestTimeout: *ingestTimeout, ConsolidationTimeout: *consTimeout, ConsolidationStall: *consStall,
 	}
 	if opts.API == "" {
-		tmp, err := os.MkdirTemp("", "memstream-eval-")
+		tmp, err := tempDataDir("memstream-eval-")
 		if err != nil {
 			return fmt.Errorf("eval run: temporary data_dir: %w", err)
 		}
 		defer os.RemoveAll(tmp)
-		// When run as root the managed PostgreSQL runs as "postgres", which
-		// must be able to enter the directory MkdirTemp made private.
-		if err := os.Chmod(tmp, 0o711); err != nil {
-			return fmt.Errorf("eval run: temporary data_dir: %w", err)
-		}
 		if opts.Config, err = inProcessConfig(cfg, tmp); err != nil {
 			return err
 		}
