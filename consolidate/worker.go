@@ -376,6 +376,11 @@ func (w *Worker) housekeeping(ctx context.Context) {
 		if err := w.UpdateMetrics(ctx); err != nil && ctx.Err() == nil {
 			w.log.Warn("consolidation backlog metrics", slog.Any("error", err))
 		}
+		// Ingest records mention counts of existing entities as deltas (no
+		// lock on hot entity rows); fold them in here.
+		if _, err := w.st.FoldEntityMentions(ctx); err != nil && ctx.Err() == nil {
+			w.log.Warn("fold entity mention counts", slog.Any("error", err))
+		}
 		if !sleep(ctx, w.cfg.HousekeepingInterval) {
 			return
 		}
@@ -422,6 +427,9 @@ func (w *Worker) trend(ev []time.Time) string { return Trend(ev, w.now()) }
 // what `memstream consolidate --bank` runs on demand.
 func (w *Worker) DrainBank(ctx context.Context, bankID string) (Result, error) {
 	var res Result
+	if _, err := w.st.FoldEntityMentions(ctx); err != nil {
+		return res, err
+	}
 	for {
 		paused, err := w.st.ConsolidationPaused(ctx, bankID)
 		if err != nil {

@@ -135,12 +135,23 @@ const (
 		FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::timestamptz[])
 		AS x(id, b, d, e, i, t, s, ts)
 		ON CONFLICT (id) DO NOTHING`
-	qUpsertEntities = `INSERT INTO entities (id, bank_id, canonical_name, kind, first_seen, last_seen, mention_count)
+	// New entities are inserted with their counts; for existing ones the
+	// counts go to entity_mention_deltas (FoldEntityMentions), so no lane
+	// holds a lock on a hot entity row until its commit.
+	qInsertEntities = `INSERT INTO entities (id, bank_id, canonical_name, kind, first_seen, last_seen, mention_count)
 		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $5::timestamptz[], $6::int[])
-		ON CONFLICT (id) DO UPDATE SET
-			last_seen = GREATEST(entities.last_seen, EXCLUDED.last_seen),
-			first_seen = LEAST(entities.first_seen, EXCLUDED.first_seen),
-			mention_count = entities.mention_count + EXCLUDED.mention_count`
+		ON CONFLICT (id) DO NOTHING
+		RETURNING id`
+	qInsertMentionDeltas = `INSERT INTO entity_mention_deltas (entity_id, mentions, seen_at)
+		SELECT * FROM unnest($1::uuid[], $2::int[], $3::timestamptz[])`
+	qFoldMentions = `WITH d AS (
+			DELETE FROM entity_mention_deltas WHERE id IN (
+				SELECT id FROM entity_mention_deltas ORDER BY id LIMIT 50000 FOR UPDATE SKIP LOCKED)
+			RETURNING entity_id, mentions, seen_at),
+		g AS (SELECT entity_id, sum(mentions)::int AS n, min(seen_at) AS lo, max(seen_at) AS hi FROM d GROUP BY entity_id)
+		UPDATE entities e SET mention_count = e.mention_count + g.n,
+			first_seen = LEAST(e.first_seen, g.lo), last_seen = GREATEST(e.last_seen, g.hi)
+		FROM g WHERE e.id = g.entity_id`
 	qInsertAliases = `INSERT INTO entity_aliases (bank_id, alias_key, alias, entity_id)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::uuid[])
 		ON CONFLICT DO NOTHING`
@@ -396,8 +407,8 @@ func upsertEntities(ctx context.Context, tx pgx.Tx, evs []*EventRecord) error {
 	if len(order) == 0 {
 		return nil
 	}
-	// Lock entity rows in one global order, so two lanes upserting the same
-	// entities wait for each other instead of deadlocking.
+	// Insert entity rows in one global order, so two lanes creating the
+	// same new entities wait for each other instead of deadlocking.
 	slices.SortFunc(order, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
 	bankOf := map[uuid.UUID]string{}
 	for _, e := range evs {
@@ -412,8 +423,34 @@ func upsertEntities(ctx context.Context, tx pgx.Tx, evs []*EventRecord) error {
 		a := byID[id]
 		ids[i], banks[i], names[i], kinds[i], seen[i], counts[i] = id, bankOf[id], a.row.Name, a.row.Kind, a.row.Seen, int32(a.n)
 	}
-	if _, err := tx.Exec(ctx, qUpsertEntities, ids, banks, names, kinds, seen, counts); err != nil {
+	rows, err := tx.Query(ctx, qInsertEntities, ids, banks, names, kinds, seen, counts)
+	if err != nil {
 		return fmt.Errorf("entities: %w", err)
+	}
+	created := map[uuid.UUID]bool{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return fmt.Errorf("entities: %w", err)
+		}
+		created[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("entities: %w", err)
+	}
+	var dID []uuid.UUID
+	var dN []int32
+	var dAt []time.Time
+	for i, id := range ids {
+		if !created[id] {
+			dID, dN, dAt = append(dID, id), append(dN, counts[i]), append(dAt, seen[i])
+		}
+	}
+	if len(dID) > 0 {
+		if _, err := tx.Exec(ctx, qInsertMentionDeltas, dID, dN, dAt); err != nil {
+			return fmt.Errorf("entity mention deltas: %w", err)
+		}
 	}
 	if len(aBank) > 0 {
 		if _, err := tx.Exec(ctx, qInsertAliases, aBank, aKey, aAlias, aEnt); err != nil {
@@ -553,4 +590,16 @@ func (s *Store) LinkSemantic(ctx context.Context, ids []uuid.UUID) (int64, error
 		return 0, fmt.Errorf("semantic links for %d facts: %w", len(ids), err)
 	}
 	return n, nil
+}
+
+// FoldEntityMentions adds the recorded mention deltas into entities'
+// mention_count, first_seen and last_seen, up to 50 000 deltas per call. It
+// returns how many entities changed. Concurrent callers skip each other's
+// rows, so every delta is folded exactly once.
+func (s *Store) FoldEntityMentions(ctx context.Context) (int64, error) {
+	tag, err := s.pool.Exec(ctx, qFoldMentions)
+	if err != nil {
+		return 0, fmt.Errorf("fold entity mentions: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }

@@ -111,3 +111,51 @@ func TestPersistBatchIsIdempotent(t *testing.T) {
 		t.Fatalf("mention_count = %d (%v), want 2 (not doubled by replay)", mentions, err)
 	}
 }
+
+func TestEntityMentionDeltasFold(t *testing.T) {
+	t.Parallel()
+	url, _ := pgtest.Schema(t)
+	st := open(t, url, 4)
+	ctx := context.Background()
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ent := store.DeriveID("b", "entity", "person", "alice")
+	ev := func(key string, at time.Time, mentions int) store.EventRecord {
+		f := store.DeriveID("b", key)
+		return store.EventRecord{BankID: "b", EventKey: key, DocumentID: key,
+			Entities: []store.EntityRow{{ID: ent, Name: "Alice", Kind: "person", Seen: at, Mentions: mentions}},
+			Facts:    []store.FactRow{{ID: f, FactType: "world", Text: "Alice " + key, Embedding: []float32{1, 0, 0, 0}, MentionedAt: at, IdemKey: key, EntityIDs: []store.UUID{ent}}}}
+	}
+	t1 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	t0, t2 := t1.Add(-48*time.Hour), t1.Add(48*time.Hour)
+	for _, e := range []store.EventRecord{ev("e1", t1, 2), ev("e2", t2, 3), ev("e3", t0, 1)} {
+		if _, err := st.PersistBatch(ctx, []store.EventRecord{e}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A replay writes no delta.
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{ev("e2", t2, 3)}); err != nil {
+		t.Fatal(err)
+	}
+	read := func() (n int, first, last time.Time) {
+		if err := st.Pool().QueryRow(ctx, `SELECT mention_count, first_seen, last_seen FROM entities WHERE id = $1`, ent).Scan(&n, &first, &last); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if n, _, _ := read(); n != 2 {
+		t.Fatalf("before fold mention_count = %d, want the creating event's 2", n)
+	}
+	changed, err := st.FoldEntityMentions(ctx)
+	if err != nil || changed != 1 {
+		t.Fatalf("fold changed %d, %v", changed, err)
+	}
+	n, first, last := read()
+	if n != 6 || !first.Equal(t0) || !last.Equal(t2) {
+		t.Fatalf("after fold = %d %s %s, want 6 %s %s", n, first, last, t0, t2)
+	}
+	if changed, _ := st.FoldEntityMentions(ctx); changed != 0 {
+		t.Fatal("a second fold counted again")
+	}
+}
