@@ -2,6 +2,8 @@ package pipeline_test
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -155,7 +157,12 @@ func (h *harness) snapshot() map[string]int {
 
 func TestIngestExactlyOnceAndReplay(t *testing.T) {
 	h := newHarness(t)
-	const n = 1500
+	// MEMSTREAM_TEST_EVENTS scales the run (the 10 000); the
+	// default keeps make test fast under the race detector.
+	n := 1500
+	if v, err := strconv.Atoi(os.Getenv("MEMSTREAM_TEST_EVENTS")); err == nil && v > 0 {
+		n = v
+	}
 	var vals [][]byte
 	for i := 0; i < n; i++ {
 		vals = append(vals, event("alice", i))
