@@ -2,12 +2,12 @@ package pipeline_test
 
 import (
 	"context"
-	"os"
-	"strconv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
