@@ -360,20 +360,7 @@ func recallRequest(bank string, b recallBody) (recall.Request, error) {
 			return req, badRequest("types", fmt.Sprintf("types: unknown type %q (world, experience, observation)", t))
 		}
 	}
-	switch b.Budget {
-	case "":
-		req.Budget = "mid"
-	case "low", "mid", "high":
-	default:
-		return req, badRequest("budget", "budget must be low, mid or high")
-	}
-	if b.MaxTokens != nil {
-		if *b.MaxTokens <= 0 || *b.MaxTokens > 1_000_000 {
-			return req, badRequest("max_tokens", "max_tokens must be between 1 and 1000000")
-		}
-		req.MaxTokens = *b.MaxTokens
-	}
-	if err := validateTags("tags", b.Tags); err != nil {
+	if err := budgetAndTokens(b.Budget, b.MaxTokens, b.Tags, &req.Budget, &req.MaxTokens); err != nil {
 		return req, err
 	}
 	if b.TagsMatch == "" {
@@ -401,4 +388,23 @@ func recallRequest(bank string, b recallBody) (recall.Request, error) {
 		req.QueryTime = t.UTC()
 	}
 	return req, nil
+}
+
+// budgetAndTokens validates the budget, max_tokens and tags fields shared by
+// recall and reflect, filling budget (default mid) and maxTokens when given.
+func budgetAndTokens(budgetIn string, maxIn *int, tags []string, budget *string, maxTokens *int) error {
+	switch budgetIn {
+	case "":
+		*budget = "mid"
+	case "low", "mid", "high":
+	default:
+		return badRequest("budget", "budget must be low, mid or high")
+	}
+	if maxIn != nil {
+		if *maxIn <= 0 || *maxIn > 1_000_000 {
+			return badRequest("max_tokens", "max_tokens must be between 1 and 1000000")
+		}
+		*maxTokens = *maxIn
+	}
+	return validateTags("tags", tags)
 }

@@ -67,20 +67,7 @@ func reflectRequest(bank string, b reflectBody) (reflect.Request, error) {
 	if len(req.Query) > 8000 {
 		return req, badRequest("query", "query is longer than 8000 bytes")
 	}
-	switch b.Budget {
-	case "":
-		req.Budget = "mid"
-	case "low", "mid", "high":
-	default:
-		return req, badRequest("budget", "budget must be low, mid or high")
-	}
-	if b.MaxTokens != nil {
-		if *b.MaxTokens <= 0 || *b.MaxTokens > 1_000_000 {
-			return req, badRequest("max_tokens", "max_tokens must be between 1 and 1000000")
-		}
-		req.MaxTokens = *b.MaxTokens
-	}
-	if err := validateTags("tags", b.Tags); err != nil {
+	if err := budgetAndTokens(b.Budget, b.MaxTokens, b.Tags, &req.Budget, &req.MaxTokens); err != nil {
 		return req, err
 	}
 	if len(b.ResponseSchema) > 0 && string(b.ResponseSchema) != "null" {
