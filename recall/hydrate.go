@@ -40,7 +40,7 @@ type hydrated struct {
 
 // maxHydrate caps the fused list that is loaded: past a few pools deep the
 // fused ranks are noise and would only cost a bigger query.
-func maxHydrate(pool int) int { return max(3*pool, 60) }
+func maxHydrate(pool int) int { return max(3*pool/2, 60) }
 
 func (r *Recaller) hydrate(ctx context.Context, q *query, fs []fused) ([]hydrated, error) {
 	if n := maxHydrate(q.pool); len(fs) > n {
