@@ -82,23 +82,11 @@ func benchRecall(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	progress := func(msg string) { fmt.Fprintf(stderr, "%s bench recall: %s\n", time.Now().Format("15:04:05"), msg) }
 
-	base := *dbURL
-	if base == "" {
-		srv, dir, err := startTempPostgres(ctx, "memstream-bench-recall-", log)
-		if err != nil {
-			return err
-		}
-		progress("managed PostgreSQL in " + dir)
-		defer func() {
-			if *keep {
-				progress("kept the server running in " + dir)
-				return
-			}
-			_ = srv.Stop(context.WithoutCancel(ctx))
-			_ = os.RemoveAll(dir)
-		}()
-		base = srv.URL()
+	base, release, err := benchBase(ctx, *dbURL, "memstream-bench-recall-", *keep, log, progress)
+	if err != nil {
+		return err
 	}
+	defer release()
 	emb, err := embed.NewLocal(*dim)
 	if err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"runtime"
 	"slices"
 	"time"
@@ -117,23 +116,11 @@ func benchReflect(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	progress := func(msg string) { fmt.Fprintf(stderr, "%s bench reflect: %s\n", time.Now().Format("15:04:05"), msg) }
 
-	base := *dbURL
-	if base == "" {
-		srv, dir, err := startTempPostgres(ctx, "memstream-bench-reflect-", log)
-		if err != nil {
-			return err
-		}
-		progress("managed PostgreSQL in " + dir)
-		defer func() {
-			if *keep {
-				progress("kept the server running in " + dir)
-				return
-			}
-			_ = srv.Stop(context.WithoutCancel(ctx))
-			_ = os.RemoveAll(dir)
-		}()
-		base = srv.URL()
+	base, release, err := benchBase(ctx, *dbURL, "memstream-bench-reflect-", *keep, log, progress)
+	if err != nil {
+		return err
 	}
+	defer release()
 	schema := fmt.Sprintf("bench_reflect_%d", *facts)
 	su, err := schemaURL(ctx, base, schema)
 	if err != nil {

@@ -48,6 +48,28 @@ func startTempPostgres(ctx context.Context, prefix string, log *slog.Logger) (*p
 	return srv, dir, nil
 }
 
+// benchBase returns dbURL, or starts a temporary managed PostgreSQL when
+// it is empty; release stops and removes that server unless keep is set.
+func benchBase(ctx context.Context, dbURL, prefix string, keep bool, log *slog.Logger, progress func(string)) (string, func(), error) {
+	if dbURL != "" {
+		return dbURL, func() {}, nil
+	}
+	srv, dir, err := startTempPostgres(ctx, prefix, log)
+	if err != nil {
+		return "", nil, err
+	}
+	progress("managed PostgreSQL in " + dir)
+	release := func() {
+		if keep {
+			progress("kept the server running in " + dir)
+			return
+		}
+		_ = srv.Stop(context.WithoutCancel(ctx))
+		_ = os.RemoveAll(dir)
+	}
+	return srv.URL(), release, nil
+}
+
 // schemaURL creates a fresh schema and returns base with its search_path
 // set to it (then public, where the vector and pg_trgm extensions live).
 // Other benchmarks use it too.
