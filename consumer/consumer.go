@@ -97,7 +97,6 @@ type Consumer struct {
 	inflightRecords atomic.Int64
 	inflightBytes   atomic.Int64
 	drained         chan struct{} // signalled when the window shrinks
-	paused          atomic.Bool
 }
 
 type metrics struct {
@@ -405,11 +404,9 @@ func (c *Consumer) waitForRoom(ctx context.Context) error {
 		return nil
 	}
 	c.cl.PauseFetchTopics(c.cfg.Topics...)
-	c.paused.Store(true)
 	c.m.paused.Set(1)
 	defer func() {
 		c.cl.ResumeFetchTopics(c.cfg.Topics...)
-		c.paused.Store(false)
 		c.m.paused.Set(0)
 	}()
 	for c.inflightRecords.Load() > int64(c.cfg.MaxInflightRecords/2) || c.inflightBytes.Load() > int64(c.cfg.MaxInflightBytes/2) {

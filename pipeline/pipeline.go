@@ -179,10 +179,10 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 		cfg: cfg, deps: deps, log: deps.Logger, m: newMetrics(deps.Registerer), splitter: sp,
 		ctx: ctx, cancel: cancel, closed: make(chan struct{}),
 	}
-	for i := 0; i < cfg.Lanes; i++ {
+	for range cfg.Lanes {
 		in := make(chan Message, cfg.ChannelSize)
 		p.lanes = append(p.lanes, in)
-		p.startLane(i, in)
+		p.startLane(in)
 	}
 	return p, nil
 }
@@ -259,7 +259,7 @@ type item struct {
 	start  time.Time
 }
 
-func (p *Pipeline) startLane(i int, in <-chan Message) {
+func (p *Pipeline) startLane(in <-chan Message) {
 	prepared := make(chan *item, p.cfg.ChannelSize)
 	extracted := make(chan []*item, 4)
 	p.wg.Add(3)
@@ -267,7 +267,6 @@ func (p *Pipeline) startLane(i int, in <-chan Message) {
 	go func() { defer p.wg.Done(); defer close(extracted); p.extractStage(prepared, extracted) }()
 	go func() { defer p.wg.Done(); p.persistStage(extracted) }()
 	p.m.lanes.Inc()
-	_ = i
 }
 
 func (p *Pipeline) prepareStage(in <-chan Message, out chan<- *item) {
