@@ -6,7 +6,6 @@ import (
 	"unicode/utf8"
 
 	lru "github.com/hashicorp/golang-lru/v2"
-	tiktoken "github.com/pkoukk/tiktoken-go"
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 )
 
@@ -22,41 +21,25 @@ type tokenCounter interface {
 	name() string
 }
 
-// cl100k is built once per process: the rank table has 100k entries (about
-// 10 MB, ~100 ms to parse), is immutable after construction and is safe for
-// concurrent use, so sharing it is a cache, not mutable global state. It is
-// built directly rather than through tiktoken.GetEncoding so that we never
-// touch that package's global loader setting (which would make every other
-// user of tiktoken in the process download files).
-var cl100k = sync.OnceValues(func() (*tiktoken.Tiktoken, error) {
+// cl100kRanks is loaded once per process: the rank table has 100k entries
+// (about 10 MB, ~100 ms to parse), is immutable after construction and is
+// safe for concurrent use, so sharing it is a cache, not mutable global
+// state. It is loaded directly rather than through tiktoken.GetEncoding so
+// that we never touch that package's global loader setting (which would
+// make every other user of tiktoken in the process download files).
+var cl100kRanks = sync.OnceValues(func() (map[string]int, error) {
 	ranks, err := tiktokenloader.NewOfflineLoader().LoadTiktokenBpe("cl100k_base.tiktoken")
 	if err != nil {
 		return nil, fmt.Errorf("recall: load cl100k ranks: %w", err)
 	}
-	special := map[string]int{
-		"<|endoftext|>":   100257,
-		"<|fim_prefix|>":  100258,
-		"<|fim_middle|>":  100259,
-		"<|fim_suffix|>":  100260,
-		"<|endofprompt|>": 100276,
-	}
-	const pat = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
-	bpe, err := tiktoken.NewCoreBPE(ranks, special, pat)
-	if err != nil {
-		return nil, fmt.Errorf("recall: build cl100k: %w", err)
-	}
-	set := map[string]any{}
-	for k := range special {
-		set[k] = true
-	}
-	return tiktoken.NewTiktoken(bpe, &tiktoken.Encoding{Name: "cl100k_base", PatStr: pat, MergeableRanks: ranks, SpecialTokens: special}, set), nil
+	return ranks, nil
 })
 
 func newTokenCounter(name string) (tokenCounter, error) {
 	if name == TokenizerEstimate {
 		return estimator{}, nil
 	}
-	enc, err := cl100k()
+	ranks, err := cl100kRanks()
 	if err != nil {
 		return nil, err
 	}
@@ -64,13 +47,14 @@ func newTokenCounter(name string) (tokenCounter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cachedCounter{inner: bpeCounter{enc: enc}, cache: cache}, nil
+	return cachedCounter{inner: newCL100KCounter(ranks), cache: cache}, nil
 }
 
-// tokenCacheSize bounds the cached counts. Encoding with cl100k costs tens
-// of microseconds a fact (its pre-tokenizer is a backtracking regexp), a
-// recall counts up to a hundred and fifty facts, and the same facts come
-// back again and again, as do their shared contexts.
+// tokenCacheSize bounds the cached counts. Counting with cl100k costs about
+// a microsecond a fact (cl100kCounter; tiktoken-go, whose pre-tokenizer is
+// a backtracking regexp, takes 11-16 µs), a recall counts up to a hundred
+// and fifty facts, and the same facts come back again and again, as do
+// their shared contexts.
 const tokenCacheSize = 32768
 
 // cachedCounter memoises a counter. The count is a pure function of the
@@ -91,13 +75,6 @@ func (c cachedCounter) count(s string) int {
 }
 
 func (c cachedCounter) name() string { return c.inner.name() }
-
-type bpeCounter struct{ enc *tiktoken.Tiktoken }
-
-// count encodes ordinarily: fact text that happens to contain
-// "<|endoftext|>" is counted as the plain text the model will see.
-func (b bpeCounter) count(s string) int { return len(b.enc.EncodeOrdinary(s)) }
-func (b bpeCounter) name() string       { return "cl100k_base" }
 
 // estimator is the fallback when the BPE cannot be used. It mimics the
 // cl100k pre-tokenizer and charges each piece at least what cl100k can:
