@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/pgvector/pgvector-go"
 
 	"github.com/memstream/memstream/lexical"
 	"github.com/memstream/memstream/resolve"
@@ -28,8 +27,6 @@ const (
 	// semanticSeedFacts is how many top semantic facts lend their
 	// entities and links to the graph.
 	semanticSeedFacts = 5
-	// seedEfSearch is the HNSW beam for finding them (pgvector's default).
-	seedEfSearch = 40
 )
 
 const (
@@ -54,15 +51,13 @@ const (
 	WHERE e.bank_id = $1 AND e.kind = 'person' AND e.canonical_name LIKE ANY($2::text[])`
 
 	// qGraphExpand walks two hops. Seed entities are the named ones
-	// ($5/$6) and those of the $8 facts nearest to the query embedding $7
-	// (useeds, weighted by $10 times their similarity; none when $7 is
-	// null) that are mentioned at most $12 times: that a similar fact
-	// mentions Seattle, named in a thousand facts, says nothing about
-	// which of them matter, the way a common word says nothing in
-	// full-text search. An entity seeded both ways keeps its best weight.
-	// The nearest facts are found here rather than taken from the
-	// semantic arm, so the graph need not wait for it and its answer does
-	// not depend on which other arms were asked for.
+	// ($5/$6) and those of the facts nearest to the query ($7 ids, $8
+	// similarities: the semantic arm's best, see nearestFacts), weighted
+	// by $10 times their similarity, that are mentioned at most $12
+	// times: that a similar fact mentions Seattle, named in a thousand
+	// facts, says nothing about which of them matter, the way a common
+	// word says nothing in full-text search. An entity seeded both ways
+	// keeps its best weight.
 	//
 	// Hop 1: facts that mention a seed entity, scored by the summed
 	// weights of the seeds they mention (a fact naming both people asked
@@ -89,12 +84,8 @@ const (
 	// for the request's filters: each lookup is a random read, and they
 	// were most of the arm's time. Seed entities belong to the bank, so
 	// both hops stay inside it; the final filter drops invalidated facts.
-	qGraphExpand = `WITH useeds AS MATERIALIZED (
-		SELECT m.id, 1 - (m.embedding <=> $7::halfvec) AS score
-		FROM memory_units m
-		WHERE $7::halfvec IS NOT NULL AND ` + unitFilter + ` AND m.embedding IS NOT NULL
-		ORDER BY m.embedding <=> $7::halfvec
-		LIMIT $8),
+	qGraphExpand = `WITH useeds AS (
+		SELECT u.id, u.score FROM unnest($7::uuid[], $8::float8[]) AS u(id, score)),
 	seeds AS (
 		SELECT x.entity_id, max(x.w) AS w, bool_or(x.named) AS named FROM (
 			SELECT s.entity_id, s.w, s.w >= 1 AS named FROM unnest($5::uuid[], $6::float8[]) AS s(entity_id, w)
@@ -289,8 +280,10 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 				givenLike = append(givenLike, "_"+g)
 			}
 		}
-		// All look-ups in one round trip.
+		// All look-ups in one round trip, on generic plans (see
+		// qSetGeneric).
 		var b pgx.Batch
+		b.Queue(qSetGeneric)
 		b.Queue(qGraphAliasSeeds, q.BankID, keys)
 		if len(phrases) > 0 {
 			b.Queue(qGraphNameSeeds, q.BankID, phrases)
@@ -304,6 +297,9 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 		var givenIDs []uuid.UUID
 		err := func() error {
 			defer br.Close()
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("graph seeds: set query options: %w", err)
+			}
 			rows, err := br.Query()
 			if err != nil {
 				return fmt.Errorf("graph alias seeds: %w", err)
@@ -383,14 +379,20 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 	}
 
 	// The facts nearest to the query lend their entities and links: the
-	// query may describe someone without naming them. If the embedding
-	// failed the graph goes on with the named entities alone.
-	var vec any
-	if v, ok := q.optionalVector(ctx, r.cfg.ArmTimeout/2); ok {
-		vec = pgvector.NewHalfVector(v)
+	// query may describe someone without naming them. Without them (no
+	// embedding, or the semantic arm failed) the graph goes on with the
+	// named entities alone.
+	near, err := r.nearestFacts(ctx, q, r.cfg.ArmTimeout/2)
+	if err != nil {
+		return nil, "", fmt.Errorf("graph: %w", err)
 	}
-	if len(seeds) == 0 && vec == nil {
-		return nil, "no entity named and no query embedding", nil
+	if len(seeds) == 0 && len(near) == 0 {
+		return nil, "no entity named and no similar fact", nil
+	}
+	nearIDs := make([]uuid.UUID, len(near))
+	nearSims := make([]float64, len(near))
+	for i, c := range near {
+		nearIDs[i], nearSims[i] = c.ID, c.Score
 	}
 	entIDs := make([]uuid.UUID, 0, len(seeds))
 	entW := make([]float64, 0, len(seeds))
@@ -407,12 +409,10 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 	if err != nil {
 		return nil, "", fmt.Errorf("graph: %w", err)
 	}
-	args := append(q.filterArgs(), entIDs, entW, vec, semanticSeedFacts, q.pool, seedSemantic,
+	args := append(q.filterArgs(), entIDs, entW, nearIDs, nearSims, q.pool, seedSemantic,
 		hop1PerEntity(q.pool), seedMentionCap(q.pool, n), hop1PerWeakEntity(q.pool, weak))
-	// Five seeds need no wide beam: the server's default ef_search is
-	// plenty, and cheaper than the budget's.
 	var out []Candidate
-	err = r.hnswQuery(ctx, min(q.ef, seedEfSearch), qGraphExpand, args, func(rows pgx.Rows) error {
+	err = r.genericQuery(ctx, qGraphExpand, args, func(rows pgx.Rows) error {
 		var c Candidate
 		if err := rows.Scan(&c.ID, &c.Score); err != nil {
 			return err
@@ -424,6 +424,35 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 		return nil, "", fmt.Errorf("graph expand: %w", err)
 	}
 	return out, "", nil
+}
+
+// nearestFacts returns the semanticSeedFacts facts nearest to the query
+// embedding. When the semantic arm runs they are its best candidates,
+// waited for at most d: one HNSW search serves both arms, where a second
+// one cost the graph about a millisecond of server time per recall. Alone
+// (an ablation), the graph searches with the same filters and beam, so it
+// finds the same facts. None when there is no embedding, the semantic arm
+// failed, or it took longer than d.
+func (r *Recaller) nearestFacts(ctx context.Context, q *query, d time.Duration) ([]Candidate, error) {
+	if q.semDone != nil {
+		wctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		select {
+		case <-q.semDone:
+			return q.semTop[:min(len(q.semTop), semanticSeedFacts)], nil
+		case <-wctx.Done():
+			return nil, nil
+		}
+	}
+	v, ok := q.optionalVector(ctx, d)
+	if !ok {
+		return nil, nil
+	}
+	cs, err := r.semanticSearch(ctx, q, v, semanticSeedFacts)
+	if err != nil {
+		return nil, fmt.Errorf("nearest facts: %w", err)
+	}
+	return cs, nil
 }
 
 func hasCJKRune(s string) bool {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,23 +44,116 @@ type hydrated struct {
 // fused ranks are noise and would only cost a bigger query.
 func maxHydrate(pool int) int { return max(3*pool/2, 60) }
 
-func (r *Recaller) hydrate(ctx context.Context, q *query, fs []fused) ([]hydrated, error) {
-	if n := maxHydrate(q.pool); len(fs) > n {
+// hydrateAhead is how many of an arm's best candidates are loaded as soon
+// as the arm finishes, while slower arms still run. Fusion's top
+// maxHydrate comes mostly from the top halves of the arms, so what is
+// left to load after fusion, on the recall's critical path, is mostly the
+// last arm's share.
+func hydrateAhead(pool int) int { return max(pool/2, 20) }
+
+// hydrator loads candidates for one recall: ahead of fusion as arms
+// finish, and then what fusion chose that was not loaded yet.
+type hydrator struct {
+	r *Recaller
+	q *query
+	// arms counts the arms still running; the last one loads nothing
+	// ahead, since nothing is left to overlap with.
+	arms atomic.Int32
+	wg   sync.WaitGroup
+
+	mu        sync.Mutex
+	requested map[uuid.UUID]bool // asked for, by a load that did not fail
+	got       map[uuid.UUID]hydrated
+}
+
+func newHydrator(r *Recaller, q *query, arms int) *hydrator {
+	h := &hydrator{r: r, q: q, requested: map[uuid.UUID]bool{}, got: map[uuid.UUID]hydrated{}}
+	h.arms.Store(int32(arms))
+	return h
+}
+
+// armDone loads the best of an arm's candidates in the background, unless
+// it was the last arm or the query embedding (which every loaded row is
+// compared with) is not ready. ctx must outlive the arm: it is the
+// recall's.
+func (h *hydrator) armDone(ctx context.Context, cands []Candidate) {
+	if h.arms.Add(-1) == 0 || len(cands) == 0 {
+		return
+	}
+	select {
+	case <-h.q.embedDone:
+	default:
+		return
+	}
+	var ids []uuid.UUID
+	h.mu.Lock()
+	for _, c := range cands[:min(len(cands), hydrateAhead(h.q.pool))] {
+		if !h.requested[c.ID] {
+			h.requested[c.ID] = true
+			ids = append(ids, c.ID)
+		}
+	}
+	h.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		rows, err := h.r.load(ctx, h.q, ids)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if err != nil {
+			// The load after fusion asks again for what it needs.
+			for _, id := range ids {
+				delete(h.requested, id)
+			}
+			return
+		}
+		for _, row := range rows {
+			h.got[row.ID] = row
+		}
+	}()
+}
+
+// wait returns when no load started by armDone is running.
+func (h *hydrator) wait() { h.wg.Wait() }
+
+// hydrate returns the fused top maxHydrate that still exist, loading what
+// was not loaded ahead. A candidate requested ahead but not returned was
+// invalidated or is not the bank's, and is not asked for again.
+func (h *hydrator) hydrate(ctx context.Context, fs []fused) ([]hydrated, error) {
+	h.wait()
+	if n := maxHydrate(h.q.pool); len(fs) > n {
 		fs = fs[:n]
 	}
-	ids := make([]uuid.UUID, len(fs))
-	for i, f := range fs {
-		ids[i] = f.ID
+	out := make([]hydrated, 0, len(fs))
+	var missing []uuid.UUID
+	for _, f := range fs {
+		if row, ok := h.got[f.ID]; ok {
+			out = append(out, row)
+		} else if !h.requested[f.ID] {
+			missing = append(missing, f.ID)
+		}
 	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	rows, err := h.r.load(ctx, h.q, missing)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, rows...), nil
+}
+
+// load reads facts by id in one round trip.
+func (r *Recaller) load(ctx context.Context, q *query, ids []uuid.UUID) ([]hydrated, error) {
 	var vec any
 	if q.embedErr == nil && q.vec != nil {
 		vec = pgvector.NewHalfVector(q.vec)
 	}
-	rows, err := r.pool.Query(ctx, qHydrate, ids, q.BankID, vec, q.Diversity > 0)
-	if err != nil {
-		return nil, fmt.Errorf("hydrate %d facts: %w", len(ids), err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (hydrated, error) {
+	var out []hydrated
+	err := r.genericQuery(ctx, qHydrate, []any{ids, q.BankID, vec, q.Diversity > 0}, func(row pgx.Rows) error {
 		var h hydrated
 		var os, oe *time.Time
 		var meta map[string]any
@@ -68,7 +163,7 @@ func (r *Recaller) hydrate(ctx context.Context, q *query, fs []fused) ([]hydrate
 		err := row.Scan(&h.ID, &h.Text, &h.Type, &h.Context, &os, &oe, &h.MentionedAt, &h.DocumentID, &h.Tags,
 			&meta, &h.SourceEventID, &h.ProofCount, &h.Trend, &h.sim, &eids, &names, &kinds, &emb)
 		if err != nil {
-			return h, err
+			return err
 		}
 		if emb != nil {
 			h.vec = emb.Slice()
@@ -85,7 +180,8 @@ func (r *Recaller) hydrate(ctx context.Context, q *query, fs []fused) ([]hydrate
 		if h.Entities == nil {
 			h.Entities = []string{}
 		}
-		return h, nil
+		out = append(out, h)
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("hydrate %d facts: %w", len(ids), err)

@@ -200,14 +200,14 @@ func (r *Recaller) keyword(ctx context.Context, q *query) ([]Candidate, string, 
 	}
 	match, mode := matchTerms(kept, dfs, int64(r.cfg.KeywordRowBudget))
 	args := append(q.filterArgs(), kept, idfs, q.pool, match, mode, r.cfg.KeywordRowBudget)
-	rows, err := r.pool.Query(ctx, qKeywordArm, args...)
-	if err != nil {
-		return nil, "", fmt.Errorf("keyword search: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Candidate, error) {
+	var out []Candidate
+	err = r.genericQuery(ctx, qKeywordArm, args, func(row pgx.Rows) error {
 		var c Candidate
-		err := row.Scan(&c.ID, &c.Score)
-		return c, err
+		if err := row.Scan(&c.ID, &c.Score); err != nil {
+			return err
+		}
+		out = append(out, c)
+		return nil
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("keyword search: %w", err)
@@ -240,14 +240,13 @@ func (r *Recaller) termStats(ctx context.Context, bank string, terms []string) (
 	}
 	// One past the budget: a term counted that far is over it, however
 	// far it goes.
-	rows, err := r.pool.Query(ctx, qKeywordDF, bank, missing, r.cfg.KeywordRowBudget+1)
-	if err != nil {
-		return nil, fmt.Errorf("keyword document frequency: %w", err)
-	}
 	got := map[string]int64{}
-	var term string
-	var df int64
-	_, err = pgx.ForEachRow(rows, []any{&term, &df}, func() error {
+	err = r.genericQuery(ctx, qKeywordDF, []any{bank, missing, r.cfg.KeywordRowBudget + 1}, func(row pgx.Rows) error {
+		var term string
+		var df int64
+		if err := row.Scan(&term, &df); err != nil {
+			return err
+		}
 		got[term] = df
 		r.stats.putDF(bank, term, df, now)
 		return nil

@@ -115,14 +115,27 @@ func TestHNSWSettingsStayInTheBatch(t *testing.T) {
 	if err == nil {
 		t.Error("a write ran inside the read-only batch")
 	}
-	// Every pooled connection: none may keep the setting.
+	var mode string
+	err = r.genericQuery(ctx, `SELECT current_setting('plan_cache_mode'), current_setting('transaction_read_only')`, nil,
+		func(rows pgx.Rows) error { return rows.Scan(&mode, &ro) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode != "force_generic_plan" || ro != "on" {
+		t.Errorf("inside the generic batch: plan_cache_mode %q, read only %q; want force_generic_plan, on", mode, ro)
+	}
+	err = r.genericQuery(ctx, `CREATE TABLE recall_must_not_write (x int)`, nil, func(pgx.Rows) error { return nil })
+	if err == nil {
+		t.Error("a write ran inside the read-only generic batch")
+	}
+	// Every pooled connection: none may keep the settings.
 	for range 8 {
-		var after string
-		if err := fx.pool.QueryRow(ctx, `SELECT coalesce(current_setting('hnsw.ef_search', true), '')`).Scan(&after); err != nil {
+		var after, afterMode string
+		if err := fx.pool.QueryRow(ctx, `SELECT coalesce(current_setting('hnsw.ef_search', true), ''), current_setting('plan_cache_mode')`).Scan(&after, &afterMode); err != nil {
 			t.Fatal(err)
 		}
-		if after == "123" {
-			t.Fatalf("ef_search leaked to the pool: %q", after)
+		if after == "123" || afterMode != "auto" {
+			t.Fatalf("settings leaked to the pool: ef_search %q, plan_cache_mode %q", after, afterMode)
 		}
 	}
 }

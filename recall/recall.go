@@ -270,6 +270,12 @@ type query struct {
 	armSet   map[string]bool
 	tagsMode string
 
+	// semDone is closed when the semantic arm has finished (nil when the
+	// request does not run it); semTop then holds its candidates, best
+	// first, for the graph arm (nil if it failed).
+	semDone chan struct{}
+	semTop  []Candidate
+
 	embedDone chan struct{}
 	vec       []float32
 	embedErr  error
@@ -349,6 +355,9 @@ func (r *Recaller) prepare(req Request) (*query, error) {
 		}
 		q.armSet[a] = true
 	}
+	if q.armSet[ArmSemantic] {
+		q.semDone = make(chan struct{})
+	}
 	if q.Types == nil {
 		q.Types = []string{}
 	}
@@ -426,6 +435,8 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 			traces = append(traces, ArmTrace{Arm: a})
 		}
 	}
+	hyd := newHydrator(r, q, len(traces))
+	defer hyd.wait()
 	var g errgroup.Group
 	for i := range traces {
 		tr := &traces[i]
@@ -443,9 +454,11 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 				tr.Error = err.Error()
 				r.log.Warn("recall arm failed", slog.String("bank_id", q.BankID), slog.String("arm", tr.Arm),
 					slog.Float64("duration_ms", tr.DurationMS), slog.String("error", err.Error()))
+				hyd.armDone(ctx, nil)
 				return nil // degrade, never fail the whole recall
 			}
 			tr.Candidates, tr.Note = cands, note
+			hyd.armDone(ctx, cands)
 			return nil
 		})
 	}
@@ -476,7 +489,7 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 	var hydrateDur, scoreDur time.Duration
 	if len(fs) > 0 {
 		t0 := time.Now()
-		hs, err := r.hydrate(ctx, q, fs)
+		hs, err := hyd.hydrate(ctx, fs)
 		if err != nil {
 			return Response{}, 0, fmt.Errorf("recall bank %s: %w", q.BankID, err)
 		}

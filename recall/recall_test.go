@@ -303,6 +303,96 @@ func TestAblationReturnsOnlyThatArm(t *testing.T) {
 	}
 }
 
+// TestGraphSameWithOrWithoutSemantic checks that the graph arm, which
+// takes its nearest facts from the semantic arm when both run, walks from
+// the same facts when it runs alone and searches for them itself.
+func TestGraphSameWithOrWithoutSemantic(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, mainFacts(t))
+	r := fx.recaller(t, fx.emb, Config{})
+	ctx := context.Background()
+	found := 0
+	for _, q := range []string{"搬到深圳工作", "Where did Zhang Wei move?", "Who moved to Shenzhen for work?", "photography of birds"} {
+		var got [2][]Candidate
+		for i, arms := range [][]string{{ArmGraph}, nil} {
+			resp, err := r.Recall(ctx, Request{BankID: "b1", Query: q, QueryTime: queryTime, Arms: arms, Trace: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range resp.Trace.Arms {
+				if a.Arm == ArmGraph {
+					if a.Error != "" {
+						t.Fatalf("%q: graph failed: %s", q, a.Error)
+					}
+					got[i] = a.Candidates
+				}
+			}
+		}
+		if len(got[0]) != len(got[1]) {
+			t.Fatalf("%q: graph alone found %d candidates, with semantic %d", q, len(got[0]), len(got[1]))
+		}
+		for i := range got[0] {
+			if got[0][i].ID != got[1][i].ID || math.Abs(got[0][i].Score-got[1][i].Score) > 1e-6 {
+				t.Errorf("%q: candidate %d differs: alone %+v, with semantic %+v", q, i, got[0][i], got[1][i])
+			}
+		}
+		found += len(got[0])
+	}
+	if found == 0 {
+		t.Fatal("the graph arm found nothing for any query; the test compares nothing")
+	}
+}
+
+// TestHydratorAhead checks loading ahead of fusion: the result is exactly
+// the fused list's facts that exist, whatever was loaded ahead, and a fact
+// loaded ahead that no longer exists is not returned.
+func TestHydratorAhead(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, mainFacts(t))
+	r := fx.recaller(t, fx.emb, Config{})
+	ctx := context.Background()
+	if _, err := fx.pool.Exec(ctx, `UPDATE memory_units SET state = 'invalidated' WHERE id = $1`, fx.id(t, "f2")); err != nil {
+		t.Fatal(err)
+	}
+	q, err := r.prepare(Request{BankID: "b1", Query: "orders and photography"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := fx.emb.Embed(ctx, []string{q.Query})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.vec = vs[0]
+	close(q.embedDone)
+
+	h := newHydrator(r, q, 3)
+	h.armDone(ctx, []Candidate{{ID: fx.id(t, "sem")}, {ID: fx.id(t, "f1")}, {ID: fx.id(t, "f2")}})
+	h.armDone(ctx, []Candidate{{ID: fx.id(t, "kw")}, {ID: fx.id(t, "other-kw")}})
+	h.armDone(ctx, []Candidate{{ID: fx.id(t, "f3")}}) // the last arm loads nothing ahead
+	h.wait()
+	if len(h.got) != 3 {
+		t.Errorf("loaded ahead %d facts, want 3 (sem, f1, kw: f2 is invalidated, other-kw is another bank's, f3 came last)", len(h.got))
+	}
+	fs := []fused{{ID: fx.id(t, "kw")}, {ID: fx.id(t, "f2")}, {ID: fx.id(t, "f3")}, {ID: fx.id(t, "sem")}, {ID: fx.id(t, "f4")}}
+	hs, err := h.hydrate(ctx, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, x := range hs {
+		got = append(got, x.Text)
+		if x.sim == 0 {
+			t.Errorf("%q: similarity %g, want it computed", x.Text, x.sim)
+		}
+	}
+	want := []string{mainFacts(t)[1].text, mainFacts(t)[6].text, mainFacts(t)[0].text, mainFacts(t)[7].text}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("hydrated %q,\nwant %q (kw, f3, sem, f4: not f1, which fusion dropped, nor the invalidated f2)", got, want)
+	}
+}
+
 func isRequestError(err error, field string) bool {
 	var re *RequestError
 	return errors.As(err, &re) && re.Field == field

@@ -82,16 +82,15 @@ func (r *Recaller) temporal(ctx context.Context, q *query) ([]Candidate, string,
 		vec = pgvector.NewHalfVector(v)
 	}
 	args := append(q.filterArgs(), starts, ends, vec, lims, temporalLookback.Seconds())
-	rows, err := r.pool.Query(ctx, qTemporalArm, args...)
-	if err != nil {
-		return nil, "", fmt.Errorf("temporal search: %w", err)
-	}
 	var out []Candidate
-	var id uuid.UUID
-	var os, oe *time.Time
-	var mentioned time.Time
-	var sim float64
-	_, err = pgx.ForEachRow(rows, []any{&id, &os, &oe, &mentioned, &sim}, func() error {
+	err := r.genericQuery(ctx, qTemporalArm, args, func(row pgx.Rows) error {
+		var id uuid.UUID
+		var os, oe *time.Time
+		var mentioned time.Time
+		var sim float64
+		if err := row.Scan(&id, &os, &oe, &mentioned, &sim); err != nil {
+			return err
+		}
 		out = append(out, Candidate{ID: id, Score: temporalScore(q.windows, os, oe, mentioned, sim)})
 		return nil
 	})
