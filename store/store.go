@@ -56,6 +56,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 		pcfg.MaxConns = int32(cfg.MaxConns)
 	}
 	pcfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		registerUUID(conn.TypeMap())
 		// The vector types exist only after the first migration created the
 		// extension; a connection made before that registers them lazily.
 		if err := pgxvec.RegisterTypes(ctx, conn); err != nil {
