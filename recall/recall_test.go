@@ -803,3 +803,45 @@ func TestDiversity(t *testing.T) {
 		}
 	}
 }
+
+// TestRecallOnASmallPool runs concurrent recalls, each of which wants up
+// to seven connections (four arms and three loads ahead of fusion), on a
+// pool of two: they must queue for connections, never deadlock or fail.
+func TestRecallOnASmallPool(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, mainFacts(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, store.Config{URL: fx.pool.Config().ConnString(), Dim: testDim, MaxConns: 2}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r := (&fixture{pool: st.Pool()}).recaller(t, fx.emb, Config{})
+	q := "Who loves photography, what about order A-7731-QX, where did Zhang Wei move, and what did I do last Saturday?"
+	errs := make(chan error, 16)
+	for range 16 {
+		go func() {
+			resp, err := r.Recall(ctx, Request{BankID: "b1", Query: q, QueryTime: queryTime, Trace: true})
+			switch {
+			case err != nil:
+				errs <- err
+			case len(resp.Results) == 0:
+				errs <- errors.New("no results")
+			default:
+				for _, a := range resp.Trace.Arms {
+					if a.Error != "" {
+						errs <- fmt.Errorf("arm %s: %s", a.Arm, a.Error)
+						return
+					}
+				}
+				errs <- nil
+			}
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
