@@ -179,6 +179,9 @@ func TestDocumentRoutes(t *testing.T) {
 	if d["memory_units_deleted"].(float64) != 2 || d["chunks_deleted"].(float64) != 1 || d["events_deleted"].(float64) != 1 || d["observations_invalidated"].(float64) != 1 {
 		t.Fatalf("delete: %s", del.raw)
 	}
+	if _, ok := d["entities_deleted"].(float64); !ok {
+		t.Fatalf("delete does not report entities_deleted: %s", del.raw)
+	}
 	if r := e.call("GET", b+"/memories/"+s.f1.String(), "", ""); r.status != 404 {
 		t.Fatalf("fact of a deleted document: %d", r.status)
 	}

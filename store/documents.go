@@ -3,11 +3,13 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Document is one conversation or text of a bank, with what was derived
@@ -33,6 +35,8 @@ type DocumentDeletion struct {
 	// Observations lost evidence; those left with none were invalidated.
 	ObservationsUpdated     int `json:"observations_updated"`
 	ObservationsInvalidated int `json:"observations_invalidated"`
+	// Entities no fact mentions any more were deleted with their aliases.
+	EntitiesDeleted int `json:"entities_deleted"`
 }
 
 const (
@@ -52,6 +56,26 @@ const (
 		WHERE memory_id = ANY($1::uuid[]) AND NOT observation_id = ANY($1::uuid[])`
 	qDocumentDropEvidence = `DELETE FROM observation_evidence WHERE memory_id = ANY($1::uuid[]) OR observation_id = ANY($1::uuid[])`
 	qDocumentDropLinks    = `DELETE FROM memory_links WHERE from_id = ANY($1::uuid[]) OR to_id = ANY($1::uuid[])`
+	qDocumentEntities     = `SELECT DISTINCT entity_id FROM unit_entities WHERE unit_id = ANY($1::uuid[])`
+	// The doomed units' mentions are taken back from their entities as
+	// negative deltas, folded like the ingest's (FoldEntityMentions), so a
+	// delete never row-locks a hot entity either. Ingest counts one
+	// mention per fact naming the entity, which is one unit_entities row.
+	qDocumentUnmention = `INSERT INTO entity_mention_deltas (entity_id, mentions, seen_at)
+		SELECT entity_id, -count(*)::int, min(mentioned_at) FROM unit_entities
+		WHERE unit_id = ANY($1::uuid[]) GROUP BY entity_id`
+	// Entities only the document's facts mentioned were derived from it
+	// and go too (their names are personal data). Locking them first waits
+	// for any ingest transaction that is linking a new fact to one of them
+	// (its foreign-key check holds a key-share lock), so the next
+	// statement, with a fresh snapshot, sees that fact's link and keeps the
+	// entity. An ingest that comes later finds the entity gone, fails its
+	// foreign key, and is retried by the pipeline, which inserts the
+	// entity again from the event. Merge targets are kept.
+	qDocumentLockEntities   = `SELECT id FROM entities WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`
+	qDocumentOrphanEntities = `DELETE FROM entities e WHERE e.id = ANY($1::uuid[])
+		AND NOT EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.entity_id = e.id)
+		AND NOT EXISTS (SELECT 1 FROM entities m WHERE m.merged_into = e.id)`
 	qDocumentDropUnitEnts = `DELETE FROM unit_entities WHERE unit_id = ANY($1::uuid[])`
 	qDocumentDropUnits    = `DELETE FROM memory_units WHERE id = ANY($1::uuid[])`
 	qDocumentDropChunks   = `DELETE FROM chunks WHERE bank_id = $1 AND document_id = $2`
@@ -113,6 +137,25 @@ func (s *Store) ListDocuments(ctx context.Context, bankID string, limit, offset 
 // ingested, so a deliberate replay of them would bring the document back.
 func (s *Store) DeleteDocument(ctx context.Context, bankID, docID string) (DocumentDeletion, error) {
 	var res DocumentDeletion
+	var err error
+	// A deadlock with an ingest transaction of the same document is
+	// possible (each waits for a row the other locked); the server aborts
+	// one of them, and both sides run again.
+	for attempt := 0; attempt < 3; attempt++ {
+		res, err = s.deleteDocument(ctx, bankID, docID)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || (pgErr.Code != "40P01" && pgErr.Code != "40001") {
+			break
+		}
+	}
+	if err != nil {
+		return DocumentDeletion{}, fmt.Errorf("delete document %s/%s: %w", bankID, docID, err)
+	}
+	return res, nil
+}
+
+func (s *Store) deleteDocument(ctx context.Context, bankID, docID string) (DocumentDeletion, error) {
+	var res DocumentDeletion
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		res = DocumentDeletion{}
 		var one int
@@ -127,7 +170,19 @@ func (s *Store) DeleteDocument(ctx context.Context, bankID, docID string) (Docum
 		if err != nil {
 			return fmt.Errorf("observations: %w", err)
 		}
-		for _, q := range []string{qDocumentDropEvidence, qDocumentDropLinks, qDocumentDropUnitEnts} {
+		ents, err := collectUUIDs(ctx, tx, qDocumentEntities, ids)
+		if err != nil {
+			return fmt.Errorf("entities: %w", err)
+		}
+		// Before anything is deleted: an ingest transaction waited for
+		// here may be linking a new fact to one of the document's facts,
+		// which it could not do once they are gone.
+		if len(ents) > 0 {
+			if _, err := tx.Exec(ctx, qDocumentLockEntities, ents); err != nil {
+				return fmt.Errorf("lock entities: %w", err)
+			}
+		}
+		for _, q := range []string{qDocumentDropEvidence, qDocumentDropLinks, qDocumentUnmention, qDocumentDropUnitEnts} {
 			if _, err := tx.Exec(ctx, q, ids); err != nil {
 				return err
 			}
@@ -150,13 +205,16 @@ func (s *Store) DeleteDocument(ctx context.Context, bankID, docID string) (Docum
 				return err
 			}
 		}
+		if len(ents) > 0 {
+			if tag, err = tx.Exec(ctx, qDocumentOrphanEntities, ents); err != nil {
+				return fmt.Errorf("entities: %w", err)
+			}
+			res.EntitiesDeleted = int(tag.RowsAffected())
+		}
 		_, err = tx.Exec(ctx, qDocumentDrop, bankID, docID)
 		return err
 	})
-	if err != nil {
-		return DocumentDeletion{}, fmt.Errorf("delete document %s/%s: %w", bankID, docID, err)
-	}
-	return res, nil
+	return res, err
 }
 
 func recountObservations(ctx context.Context, tx pgx.Tx, obs, removed []uuid.UUID, docID string, res *DocumentDeletion) error {

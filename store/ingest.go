@@ -149,7 +149,7 @@ const (
 				SELECT id FROM entity_mention_deltas ORDER BY id LIMIT 50000 FOR UPDATE SKIP LOCKED)
 			RETURNING entity_id, mentions, seen_at),
 		g AS (SELECT entity_id, sum(mentions)::int AS n, min(seen_at) AS lo, max(seen_at) AS hi FROM d GROUP BY entity_id)
-		UPDATE entities e SET mention_count = e.mention_count + g.n,
+		UPDATE entities e SET mention_count = GREATEST(e.mention_count + g.n, 0),
 			first_seen = LEAST(e.first_seen, g.lo), last_seen = GREATEST(e.last_seen, g.hi)
 		FROM g WHERE e.id = g.entity_id`
 	qInsertAliases = `INSERT INTO entity_aliases (bank_id, alias_key, alias, entity_id)

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -311,7 +312,7 @@ func TestDeleteDocumentRemovesDerivedRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := store.DocumentDeletion{MemoryUnits: 2, Chunks: 1, Events: 1, ObservationsUpdated: 1, ObservationsInvalidated: 1}
+	want := store.DocumentDeletion{MemoryUnits: 2, Chunks: 1, Events: 1, ObservationsUpdated: 1, ObservationsInvalidated: 1, EntitiesDeleted: 2}
 	if res != want {
 		t.Fatalf("deletion = %+v, want %+v", res, want)
 	}
@@ -353,5 +354,188 @@ func TestDeleteDocumentRemovesDerivedRows(t *testing.T) {
 	}
 	if st, _ := fx.st.BankStats(ctx, "b1"); st.Documents != 1 || st.EventsIngested != 1 {
 		t.Fatalf("stats after delete: %+v", st)
+	}
+	// Alice and Carol were named only by d1's facts: they were derived
+	// from it and are gone with their aliases; Bob (d2) stays.
+	for id, want := range map[uuid.UUID]int{fx.alice: 0, fx.carol: 0, fx.bob: 1} {
+		if n := count(`SELECT count(*) FROM entities WHERE id = $1`, id); n != want {
+			t.Errorf("entity %s: %d rows after the delete, want %d", id, n, want)
+		}
+		if n := count(`SELECT count(*) FROM entity_aliases WHERE entity_id = $1`, id); n != want {
+			t.Errorf("entity %s: %d aliases after the delete, want %d", id, n, want)
+		}
+	}
+}
+
+// TestDeleteDocumentTakesBackMentions deletes one of two documents naming
+// the same entity: the entity stays, with the other document's mentions
+// once the deltas are folded.
+func TestDeleteDocumentTakesBackMentions(t *testing.T) {
+	t.Parallel()
+	url, _ := pgtest.Schema(t)
+	st := open(t, url, 4)
+	ctx := context.Background()
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	ent := store.DeriveID("b", "entity", "dana")
+	ev := func(doc string, facts int) store.EventRecord {
+		e := store.EventRecord{BankID: "b", EventKey: "e-" + doc, DocumentID: doc,
+			Entities: []store.EntityRow{{ID: ent, Name: "Dana", Kind: "person", Seen: at, Mentions: facts, Aliases: []store.AliasRow{{Key: "dana", Alias: "Dana"}}}}}
+		for i := range facts {
+			key := fmt.Sprintf("%s-%d", doc, i)
+			e.Facts = append(e.Facts, store.FactRow{ID: store.DeriveID("b", key), FactType: "world", Text: "Dana fact " + key,
+				Embedding: []float32{1, 0, 0, 0}, MentionedAt: at, IdemKey: key, EntityIDs: []uuid.UUID{ent}})
+		}
+		return e
+	}
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{ev("d1", 3), ev("d2", 2)}); err != nil {
+		t.Fatal(err)
+	}
+	mentions := func() int {
+		t.Helper()
+		if _, err := st.FoldEntityMentions(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := st.Pool().QueryRow(ctx, `SELECT mention_count FROM entities WHERE id = $1`, ent).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := mentions(); n != 5 {
+		t.Fatalf("mention_count %d before the delete, want 5", n)
+	}
+	res, err := st.DeleteDocument(ctx, "b", "d1")
+	if err != nil || res.EntitiesDeleted != 0 || res.MemoryUnits != 3 {
+		t.Fatalf("delete d1: %+v %v", res, err)
+	}
+	if n := mentions(); n != 2 {
+		t.Fatalf("mention_count %d after deleting d1, want d2's 2", n)
+	}
+	if res, err = st.DeleteDocument(ctx, "b", "d2"); err != nil || res.EntitiesDeleted != 1 {
+		t.Fatalf("delete d2: %+v %v", res, err)
+	}
+}
+
+// TestDeleteDocumentRacesIngest deletes the only document naming an
+// entity while other transactions link new facts to it, as pipeline lanes
+// do. A lane may fail its foreign key and retry (the pipeline retries
+// persist failures, inserting the entity again from the event), but no
+// fact may end up without its entity link, which a cascade from deleting
+// an entity that had just gained a fact would cause.
+func TestDeleteDocumentRacesIngest(t *testing.T) {
+	t.Parallel()
+	url, _ := pgtest.Schema(t)
+	st := open(t, url, 4)
+	ctx := context.Background()
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	ent := store.DeriveID("b", "entity", "erin")
+	ev := func(doc string) store.EventRecord {
+		id := store.DeriveID("b", "fact", doc)
+		return store.EventRecord{BankID: "b", EventKey: "e-" + doc, DocumentID: doc,
+			Entities: []store.EntityRow{{ID: ent, Name: "Erin", Kind: "person", Seen: at, Mentions: 1}},
+			Facts: []store.FactRow{{ID: id, FactType: "world", Text: "Erin fact " + doc, Embedding: []float32{1, 0, 0, 0},
+				MentionedAt: at, IdemKey: doc, EntityIDs: []uuid.UUID{ent}}}}
+	}
+	persist := func(e store.EventRecord) error {
+		var err error
+		for range 10 { // the pipeline's retry
+			if _, err = st.PersistBatch(ctx, []store.EventRecord{e}); err == nil {
+				return nil
+			}
+		}
+		return err
+	}
+	for round := range 15 {
+		victim := fmt.Sprintf("victim-%d", round)
+		if err := persist(ev(victim)); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 4)
+		for w := range 4 {
+			go func() { done <- persist(ev(fmt.Sprintf("new-%d-%d", round, w))) }()
+		}
+		if _, err := st.DeleteDocument(ctx, "b", victim); err != nil {
+			t.Fatal(err)
+		}
+		for range 4 {
+			if err := <-done; err != nil {
+				t.Fatalf("round %d: a lane failed for good: %v", round, err)
+			}
+		}
+	}
+	var facts, linked int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*), count(ue.unit_id) FROM memory_units m
+		LEFT JOIN unit_entities ue ON ue.unit_id = m.id WHERE m.bank_id = 'b'`).Scan(&facts, &linked); err != nil {
+		t.Fatal(err)
+	}
+	if facts != 60 || linked != facts {
+		t.Fatalf("%d facts, %d linked to their entity; want 60 and 60", facts, linked)
+	}
+}
+
+// TestDeleteDocumentWaitsForALinkInFlight holds a lane's transaction open
+// after it linked a new fact to the entity that only the deleted document
+// names: the delete must wait for it and then keep the entity, instead of
+// deleting it and cascading the new link away.
+func TestDeleteDocumentWaitsForALinkInFlight(t *testing.T) {
+	t.Parallel()
+	url, _ := pgtest.Schema(t)
+	st := open(t, url, 4)
+	ctx := context.Background()
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	ent := store.DeriveID("b", "entity", "finn")
+	old := store.DeriveID("b", "fact", "old")
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{{BankID: "b", EventKey: "e-old", DocumentID: "victim",
+		Entities: []store.EntityRow{{ID: ent, Name: "Finn", Kind: "person", Seen: at, Mentions: 1}},
+		Facts: []store.FactRow{{ID: old, FactType: "world", Text: "Finn old", Embedding: []float32{1, 0, 0, 0},
+			MentionedAt: at, IdemKey: "old", EntityIDs: []uuid.UUID{ent}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	lane, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lane.Rollback(ctx)
+	fresh := store.DeriveID("b", "fact", "fresh")
+	if _, err := lane.Exec(ctx, `INSERT INTO memory_units (id, bank_id, fact_type, text, mentioned_at, idempotency_key, document_id)
+		VALUES ($1, 'b', 'world', 'Finn fresh', $2, 'fresh', 'other')`, fresh, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lane.Exec(ctx, `INSERT INTO unit_entities (unit_id, entity_id, mentioned_at) VALUES ($1, $2, $3)`, fresh, ent, at); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		res store.DocumentDeletion
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := st.DeleteDocument(ctx, "b", "victim")
+		done <- result{res, err}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("the delete did not wait for the lane's link: %+v %v", r.res, r.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := lane.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.res.MemoryUnits != 1 || r.res.EntitiesDeleted != 0 {
+		t.Fatalf("delete: %+v %v; want 1 unit deleted and the entity kept", r.res, r.err)
+	}
+	var linked int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM unit_entities WHERE unit_id = $1 AND entity_id = $2`, fresh, ent).Scan(&linked); err != nil || linked != 1 {
+		t.Fatalf("the new fact's entity link: %d rows (%v), want 1", linked, err)
 	}
 }
