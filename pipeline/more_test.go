@@ -375,16 +375,22 @@ func TestDroppedFetchesLoseNothing(t *testing.T) {
 	h.assertFlightsOnce("erin", n)
 }
 
-// failingExtractor fails every call whose inputs contain poison, and
-// counts the calls that carried it.
+// failingExtractor fails every call whose inputs contain poison (none
+// when poison is empty), and counts the calls that carried it and the
+// inputs it saw.
 type failingExtractor struct {
 	inner  pipeline.Extractor
 	poison string
 	calls  atomic.Int32
+	seen   atomic.Int64
 }
 
 func (f *failingExtractor) Extract(ctx context.Context, in []extract.Input) ([][]extract.Fact, error) {
+	f.seen.Add(int64(len(in)))
 	for _, input := range in {
+		if f.poison == "" {
+			break
+		}
 		for _, p := range input.Parts {
 			if strings.Contains(p.Text, f.poison) {
 				f.calls.Add(1)
