@@ -41,7 +41,11 @@ type EntityMemory struct {
 // itself or into an entity that is itself merged away.
 var ErrInvalidMerge = errors.New("invalid entity merge")
 
-const entityCols = `e.id, e.bank_id, e.canonical_name, e.kind, e.first_seen, e.last_seen, e.mention_count, e.merged_into,
+// entityCols reads mention_count with the mentions not yet folded into it
+// (entity_mention_deltas, a few seconds' worth), so the API is exact.
+const entityCols = `e.id, e.bank_id, e.canonical_name, e.kind, e.first_seen, e.last_seen,
+	GREATEST(e.mention_count + COALESCE((SELECT sum(d.mentions) FROM entity_mention_deltas d WHERE d.entity_id = e.id), 0), 0)::int AS mentions,
+	e.merged_into,
 	COALESCE((SELECT array_agg(DISTINCT a.alias ORDER BY a.alias) FROM entity_aliases a WHERE a.entity_id = e.id), '{}')`
 
 const (
@@ -51,7 +55,7 @@ const (
 		WHERE e.bank_id = $1 AND e.merged_into IS NULL
 		  AND ($2 = '' OR strpos(lower(e.canonical_name), lower($2)) > 0
 		       OR EXISTS (SELECT 1 FROM entity_aliases a WHERE a.entity_id = e.id AND strpos(lower(a.alias), lower($2)) > 0))
-		ORDER BY e.mention_count DESC, e.canonical_name, e.id
+		ORDER BY mentions DESC, e.canonical_name, e.id
 		LIMIT $3 OFFSET $4`
 	qEntityGet      = `SELECT ` + entityCols + ` FROM entities e WHERE e.bank_id = $1 AND e.id = $2`
 	qEntityMemories = `SELECT m.id, m.fact_type, m.text, m.mentioned_at FROM unit_entities ue
@@ -65,7 +69,9 @@ const (
 	// Entities merged into the source earlier follow it to the target, so
 	// merged_into never points at a merged entity.
 	qEntityMergeRepoint = `UPDATE entities SET merged_into = $2 WHERE merged_into = $1`
-	qEntityMergeCounts  = `UPDATE entities t SET mention_count = t.mention_count + s.mention_count,
+	// Mentions not folded yet follow the source to the target.
+	qEntityMergeDeltas = `UPDATE entity_mention_deltas SET entity_id = $2 WHERE entity_id = $1`
+	qEntityMergeCounts = `UPDATE entities t SET mention_count = t.mention_count + s.mention_count,
 			first_seen = LEAST(t.first_seen, s.first_seen), last_seen = GREATEST(t.last_seen, s.last_seen)
 		FROM entities s WHERE s.id = $1 AND t.id = $2`
 	qEntityMergeUnits = `INSERT INTO unit_entities (unit_id, entity_id)
@@ -188,6 +194,7 @@ func (s *Store) MergeEntity(ctx context.Context, bankID string, src, into uuid.U
 			q    string
 			args []any
 		}{
+			{qEntityMergeDeltas, []any{src, into}},
 			{qEntityMergeCounts, []any{src, into}},
 			{qEntityMergeUnits, []any{src, into}},
 			{qEntityDropUnits, []any{src}},
