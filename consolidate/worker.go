@@ -376,16 +376,27 @@ func (w *Worker) housekeeping(ctx context.Context) {
 		if err := w.UpdateMetrics(ctx); err != nil && ctx.Err() == nil {
 			w.log.Warn("consolidation backlog metrics", slog.Any("error", err))
 		}
-		// Ingest records mention counts of existing entities as deltas (no
-		// lock on hot entity rows); fold them in here.
+		// Ingest records mention counts as deltas (no lock on hot entity
+		// rows); fold them in here.
 		if _, err := w.st.FoldEntityMentions(ctx); err != nil && ctx.Err() == nil {
 			w.log.Warn("fold entity mention counts", slog.Any("error", err))
+		}
+		// Entities ensured for a batch that was then dead-lettered are
+		// mentioned by no fact; they go once no batch can be in flight.
+		if n, err := w.st.DeleteOrphanEntities(ctx, orphanEntityAge); err != nil && ctx.Err() == nil {
+			w.log.Warn("delete orphan entities", slog.Any("error", err))
+		} else if n > 0 {
+			w.log.Info("deleted orphan entities", slog.Int64("entities", n))
 		}
 		if !sleep(ctx, w.cfg.HousekeepingInterval) {
 			return
 		}
 	}
 }
+
+// orphanEntityAge is how old an entity no fact mentions must be before
+// housekeeping deletes it: far longer than any ingest batch takes.
+const orphanEntityAge = 10 * time.Minute
 
 // UpdateMetrics refreshes the backlog gauges from the database.
 func (w *Worker) UpdateMetrics(ctx context.Context) error {

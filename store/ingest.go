@@ -614,3 +614,46 @@ func (s *Store) FoldEntityMentions(ctx context.Context) (int64, error) {
 	}
 	return tag.RowsAffected(), nil
 }
+
+const (
+	// qLockOrphanEntities picks entities no fact mentions, older than $1
+	// seconds, with no unfolded mentions, neither merged away nor a merge
+	// target. SKIP
+	// LOCKED passes over the ones an ingest transaction is linking a fact
+	// to right now (its foreign-key check holds a key-share lock).
+	qLockOrphanEntities = `SELECT e.id FROM entities e
+		WHERE e.mention_count <= 0 AND e.merged_into IS NULL AND e.created_at < now() - make_interval(secs => $1)
+		  AND NOT EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.entity_id = e.id)
+		  AND NOT EXISTS (SELECT 1 FROM entity_mention_deltas d WHERE d.entity_id = e.id)
+		  AND NOT EXISTS (SELECT 1 FROM entities m WHERE m.merged_into = e.id)
+		ORDER BY e.id LIMIT 1000
+		FOR UPDATE SKIP LOCKED`
+	// qDeleteOrphanEntities checks again with a fresh snapshot, which sees
+	// any link committed while the rows were being locked. Merged-away
+	// entities are kept: GET by id explains old references with them.
+	qDeleteOrphanEntities = `DELETE FROM entities e WHERE e.id = ANY($1::uuid[])
+		AND NOT EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.entity_id = e.id)
+		AND NOT EXISTS (SELECT 1 FROM entity_mention_deltas d WHERE d.entity_id = e.id)
+		AND NOT EXISTS (SELECT 1 FROM entities m WHERE m.merged_into = e.id)`
+)
+
+// DeleteOrphanEntities deletes entities that no fact mentions and that
+// are older than minAge: those ensured for a batch that was then
+// dead-lettered (see ensureEntities). minAge leaves batches in flight
+// alone. It returns how many were deleted, at most 1000 per call.
+func (s *Store) DeleteOrphanEntities(ctx context.Context, minAge time.Duration) (int64, error) {
+	var n int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		ids, err := collectUUIDs(ctx, tx, qLockOrphanEntities, minAge.Seconds())
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		tag, err := tx.Exec(ctx, qDeleteOrphanEntities, ids)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete orphan entities: %w", err)
+	}
+	return n, nil
+}

@@ -164,3 +164,73 @@ func TestEntityMentionDeltasFold(t *testing.T) {
 		t.Fatal("a second fold counted again")
 	}
 }
+
+// TestDeleteOrphanEntities deletes old entities that no fact mentions
+// (ensured for a batch that was then dead-lettered), and keeps young
+// ones, mentioned ones, merged ones, and one an open ingest transaction is
+// linking a fact to.
+func TestDeleteOrphanEntities(t *testing.T) {
+	t.Parallel()
+	url, _ := pgtest.Schema(t)
+	st := open(t, url, 4)
+	ctx := context.Background()
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	mentioned := store.DeriveID("b", "entity", "mentioned")
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{{BankID: "b", EventKey: "e1", DocumentID: "d1",
+		Entities: []store.EntityRow{{ID: mentioned, Name: "Gus", Kind: "person", Seen: at, Mentions: 1}},
+		Facts: []store.FactRow{{ID: store.DeriveID("b", "f1"), FactType: "world", Text: "Gus", Embedding: []float32{1, 0, 0, 0},
+			MentionedAt: at, IdemKey: "f1", EntityIDs: []store.UUID{mentioned}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.FoldEntityMentions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string, age time.Duration) store.UUID {
+		id := store.DeriveID("b", "entity", name)
+		if _, err := st.Pool().Exec(ctx, `INSERT INTO entities (id, bank_id, canonical_name, first_seen, last_seen, created_at)
+			VALUES ($1, 'b', $2, $3, $3, now() - make_interval(secs => $4))`, id, name, at, age.Seconds()); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	old, young, busy := mk("old", time.Hour), mk("young", time.Minute), mk("busy", time.Hour)
+	merged := mk("merged", time.Hour)
+	if _, err := st.Pool().Exec(ctx, `UPDATE entities SET merged_into = $1 WHERE id = $2`, mentioned, merged); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE entities SET created_at = now() - interval '1 hour' WHERE id = $1`, mentioned); err != nil {
+		t.Fatal(err)
+	}
+	// A lane links a fact to "busy" and has not committed yet.
+	lane, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lane.Rollback(ctx)
+	f2 := store.DeriveID("b", "f2")
+	if _, err := lane.Exec(ctx, `INSERT INTO memory_units (id, bank_id, fact_type, text, mentioned_at, idempotency_key) VALUES ($1, 'b', 'world', 'busy', $2, 'f2')`, f2, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lane.Exec(ctx, `INSERT INTO unit_entities (unit_id, entity_id, mentioned_at) VALUES ($1, $2, $3)`, f2, busy, at); err != nil {
+		t.Fatal(err)
+	}
+	n, err := st.DeleteOrphanEntities(ctx, 10*time.Minute)
+	if err != nil || n != 1 {
+		t.Fatalf("deleted %d (%v), want 1 (old)", n, err)
+	}
+	if err := lane.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.DeleteOrphanEntities(ctx, 10*time.Minute); err != nil || n != 0 {
+		t.Fatalf("second pass deleted %d (%v), want 0", n, err)
+	}
+	for id, want := range map[store.UUID]int{old: 0, young: 1, busy: 1, merged: 1, mentioned: 1} {
+		var got int
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM entities WHERE id = $1`, id).Scan(&got); err != nil || got != want {
+			t.Errorf("entity %s: %d rows (%v), want %d", id, got, err, want)
+		}
+	}
+}
