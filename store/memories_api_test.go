@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/store"
 )
 
@@ -28,12 +28,8 @@ type apiFixture struct {
 
 func newAPIFixture(t *testing.T) *apiFixture {
 	t.Helper()
-	url, _ := pgtest.Schema(t)
-	st := open(t, url, 4)
+	st := migrated(t, 4)
 	ctx := context.Background()
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	fx := &apiFixture{st: st, at: at,
 		f1: store.DeriveID("b1", "f1"), f2: store.DeriveID("b1", "f2"), f3: store.DeriveID("b1", "f3"),
@@ -367,30 +363,31 @@ func TestDeleteDocumentRemovesDerivedRows(t *testing.T) {
 	}
 }
 
+// personEvent is an event of bank b and document doc with facts facts
+// naming one person, as the pipeline builds it: one mention per fact.
+func personEvent(doc, name string, facts int, at time.Time) store.EventRecord {
+	ent := store.DeriveID("b", "entity", strings.ToLower(name))
+	e := store.EventRecord{BankID: "b", EventKey: "e-" + doc, DocumentID: doc,
+		Entities: []store.EntityRow{{ID: ent, Name: name, Kind: "person", Seen: at, Mentions: facts,
+			Aliases: []store.AliasRow{{Key: strings.ToLower(name), Alias: name}}}}}
+	for i := range facts {
+		key := fmt.Sprintf("%s-%d", doc, i)
+		e.Facts = append(e.Facts, store.FactRow{ID: store.DeriveID("b", "fact", key), FactType: "world", Text: name + " fact " + key,
+			Embedding: []float32{1, 0, 0, 0}, MentionedAt: at, IdemKey: key, EntityIDs: []uuid.UUID{ent}})
+	}
+	return e
+}
+
 // TestDeleteDocumentTakesBackMentions deletes one of two documents naming
 // the same entity: the entity stays, with the other document's mentions
 // once the deltas are folded.
 func TestDeleteDocumentTakesBackMentions(t *testing.T) {
 	t.Parallel()
-	url, _ := pgtest.Schema(t)
-	st := open(t, url, 4)
+	st := migrated(t, 4)
 	ctx := context.Background()
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	ent := store.DeriveID("b", "entity", "dana")
-	ev := func(doc string, facts int) store.EventRecord {
-		e := store.EventRecord{BankID: "b", EventKey: "e-" + doc, DocumentID: doc,
-			Entities: []store.EntityRow{{ID: ent, Name: "Dana", Kind: "person", Seen: at, Mentions: facts, Aliases: []store.AliasRow{{Key: "dana", Alias: "Dana"}}}}}
-		for i := range facts {
-			key := fmt.Sprintf("%s-%d", doc, i)
-			e.Facts = append(e.Facts, store.FactRow{ID: store.DeriveID("b", key), FactType: "world", Text: "Dana fact " + key,
-				Embedding: []float32{1, 0, 0, 0}, MentionedAt: at, IdemKey: key, EntityIDs: []uuid.UUID{ent}})
-		}
-		return e
-	}
-	if _, err := st.PersistBatch(ctx, []store.EventRecord{ev("d1", 3), ev("d2", 2)}); err != nil {
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("d1", "Dana", 3, at), personEvent("d2", "Dana", 2, at)}); err != nil {
 		t.Fatal(err)
 	}
 	mentions := func() int {
@@ -427,21 +424,10 @@ func TestDeleteDocumentTakesBackMentions(t *testing.T) {
 // an entity that had just gained a fact would cause.
 func TestDeleteDocumentRacesIngest(t *testing.T) {
 	t.Parallel()
-	url, _ := pgtest.Schema(t)
-	st := open(t, url, 4)
+	st := migrated(t, 4)
 	ctx := context.Background()
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
-	ent := store.DeriveID("b", "entity", "erin")
-	ev := func(doc string) store.EventRecord {
-		id := store.DeriveID("b", "fact", doc)
-		return store.EventRecord{BankID: "b", EventKey: "e-" + doc, DocumentID: doc,
-			Entities: []store.EntityRow{{ID: ent, Name: "Erin", Kind: "person", Seen: at, Mentions: 1}},
-			Facts: []store.FactRow{{ID: id, FactType: "world", Text: "Erin fact " + doc, Embedding: []float32{1, 0, 0, 0},
-				MentionedAt: at, IdemKey: doc, EntityIDs: []uuid.UUID{ent}}}}
-	}
+	ev := func(doc string) store.EventRecord { return personEvent(doc, "Erin", 1, at) }
 	persist := func(e store.EventRecord) error {
 		var err error
 		for range 10 { // the pipeline's retry
@@ -485,19 +471,11 @@ func TestDeleteDocumentRacesIngest(t *testing.T) {
 // deleting it and cascading the new link away.
 func TestDeleteDocumentWaitsForALinkInFlight(t *testing.T) {
 	t.Parallel()
-	url, _ := pgtest.Schema(t)
-	st := open(t, url, 4)
+	st := migrated(t, 4)
 	ctx := context.Background()
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	ent := store.DeriveID("b", "entity", "finn")
-	old := store.DeriveID("b", "fact", "old")
-	if _, err := st.PersistBatch(ctx, []store.EventRecord{{BankID: "b", EventKey: "e-old", DocumentID: "victim",
-		Entities: []store.EntityRow{{ID: ent, Name: "Finn", Kind: "person", Seen: at, Mentions: 1}},
-		Facts: []store.FactRow{{ID: old, FactType: "world", Text: "Finn old", Embedding: []float32{1, 0, 0, 0},
-			MentionedAt: at, IdemKey: "old", EntityIDs: []uuid.UUID{ent}}}}}); err != nil {
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("victim", "Finn", 1, at)}); err != nil {
 		t.Fatal(err)
 	}
 	lane, err := st.Pool().Begin(ctx)

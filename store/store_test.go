@@ -47,12 +47,8 @@ func TestMigrateIsIdempotentAndGuardsDim(t *testing.T) {
 
 func TestPersistBatchIsIdempotent(t *testing.T) {
 	t.Parallel()
-	url, _ := pgtest.Schema(t)
-	st := open(t, url, 4)
+	st := migrated(t, 4)
 	ctx := context.Background()
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	ent := store.DeriveID("b1", "entity", "person", "alice")
 	mk := func() []store.EventRecord {
@@ -117,12 +113,8 @@ func TestPersistBatchIsIdempotent(t *testing.T) {
 
 func TestEntityMentionDeltasFold(t *testing.T) {
 	t.Parallel()
-	url, _ := pgtest.Schema(t)
-	st := open(t, url, 4)
+	st := migrated(t, 4)
 	ctx := context.Background()
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	ent := store.DeriveID("b", "entity", "person", "alice")
 	ev := func(key string, at time.Time, mentions int) store.EventRecord {
 		f := store.DeriveID("b", key)
@@ -171,12 +163,8 @@ func TestEntityMentionDeltasFold(t *testing.T) {
 // linking a fact to.
 func TestDeleteOrphanEntities(t *testing.T) {
 	t.Parallel()
-	url, _ := pgtest.Schema(t)
-	st := open(t, url, 4)
+	st := migrated(t, 4)
 	ctx := context.Background()
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	mentioned := store.DeriveID("b", "entity", "mentioned")
 	if _, err := st.PersistBatch(ctx, []store.EventRecord{{BankID: "b", EventKey: "e1", DocumentID: "d1",
