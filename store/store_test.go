@@ -166,11 +166,8 @@ func TestDeleteOrphanEntities(t *testing.T) {
 	st := migrated(t, 4)
 	ctx := context.Background()
 	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
-	mentioned := store.DeriveID("b", "entity", "mentioned")
-	if _, err := st.PersistBatch(ctx, []store.EventRecord{{BankID: "b", EventKey: "e1", DocumentID: "d1",
-		Entities: []store.EntityRow{{ID: mentioned, Name: "Gus", Kind: "person", Seen: at, Mentions: 1}},
-		Facts: []store.FactRow{{ID: store.DeriveID("b", "f1"), FactType: "world", Text: "Gus", Embedding: []float32{1, 0, 0, 0},
-			MentionedAt: at, IdemKey: "f1", EntityIDs: []store.UUID{mentioned}}}}}); err != nil {
+	mentioned := store.DeriveID("b", "entity", "gus")
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("d1", "Gus", 1, at)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.FoldEntityMentions(ctx); err != nil {
@@ -198,8 +195,8 @@ func TestDeleteOrphanEntities(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lane.Rollback(ctx)
-	f2 := store.DeriveID("b", "f2")
-	if _, err := lane.Exec(ctx, `INSERT INTO memory_units (id, bank_id, fact_type, text, mentioned_at, idempotency_key) VALUES ($1, 'b', 'world', 'busy', $2, 'f2')`, f2, at); err != nil {
+	f2 := store.DeriveID("b", "fact", "busy")
+	if _, err := lane.Exec(ctx, `INSERT INTO memory_units (id, bank_id, fact_type, text, mentioned_at, idempotency_key) VALUES ($1, 'b', 'world', 'busy', $2, 'busy')`, f2, at); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := lane.Exec(ctx, `INSERT INTO unit_entities (unit_id, entity_id, mentioned_at) VALUES ($1, $2, $3)`, f2, busy, at); err != nil {
