@@ -28,6 +28,19 @@ const mentalModelPool = 20
 // at least this fraction of the best one's.
 const relevantFraction = 0.5
 
+// closeFraction is the similarity, as a fraction of the best one's, at
+// which an observation with little keyword evidence (below
+// lexicalFraction of the best keyword score) still counts as answering the
+// question. Below it, similarity alone is weak evidence: the offline
+// embedder scores every "Alice: …" line of a chat close to a question
+// about Alice, and the keyword arm matches them all on "Alice", at a
+// fraction of the score of the lines that share the question's topic
+// word.
+const (
+	closeFraction   = 0.9
+	lexicalFraction = 0.5
+)
+
 // Refresh recomputes one mental model now, regardless of the minimum
 // interval (the API's POST …/mental-models/{id}/refresh). It returns an
 // error wrapping store.ErrNotFound when the bank has no such model.
@@ -120,7 +133,7 @@ func (w *Worker) rankForModel(ctx context.Context, m store.RefreshTarget, vec []
 				// and proof, so relevance to the question is judged by the
 				// semantic score alone.
 				out = append(out, store.RankedObservation{ID: r.ID, Text: r.Text, ProofCount: r.ProofCount, Trend: r.Trend,
-					Similarity: r.Scores.Semantic})
+					Similarity: r.Scores.Semantic, Keyword: r.Scores.Keyword})
 			}
 			return out, nil
 		}
@@ -134,9 +147,11 @@ func (w *Worker) rankForModel(ctx context.Context, m store.RefreshTarget, vec []
 // with its trend, its amount of evidence and a citation [obs:<id>] that
 // the API and knowledge pages resolve. Observations that do not resemble
 // the question at all (similarity <= 0), or much less than the best match
-// (below half its similarity), are left out; maxTokens (about
-// four characters each) bounds the length. It returns the content and the
-// observations it cites.
+// (below half its similarity), are left out, and so, when the keyword arm
+// scored some, are those with under half the best keyword score unless
+// they are nearly as similar as the best (closeFraction);
+// maxTokens (about four characters each) bounds the length. It returns the
+// content and the observations it cites.
 func Summarize(question string, obs []store.RankedObservation, maxTokens int) (string, []store.RankedObservation) {
 	if maxTokens <= 0 {
 		maxTokens = 2048
@@ -147,14 +162,18 @@ func Summarize(question string, obs []store.RankedObservation, maxTokens int) (s
 	b.WriteString("\n\n")
 	var used []store.RankedObservation
 	seen := map[string]bool{}
-	best := 0.0
+	best, bestKeyword := 0.0, 0.0
 	for _, o := range obs {
 		best = max(best, o.Similarity)
+		bestKeyword = max(bestKeyword, o.Keyword)
 	}
 	for _, o := range obs {
 		// Far below the best match is another topic: a page about
 		// preferences should not list where someone lives.
 		if o.Similarity <= 0 || o.Similarity < relevantFraction*best || seen[o.Text] {
+			continue
+		}
+		if bestKeyword > 0 && o.Keyword < lexicalFraction*bestKeyword && o.Similarity < closeFraction*best {
 			continue
 		}
 		trend := o.Trend

@@ -183,4 +183,20 @@ func TestSummarize(t *testing.T) {
 	if content, _ := Summarize("Q?", nil, 0); !strings.Contains(content, "No observations") {
 		t.Errorf("empty summary = %q", content)
 	}
+	// With keyword scores, those far below the best keyword score need to
+	// be nearly as similar as the best to stay.
+	d, e, f := uuid.New(), uuid.New(), uuid.New()
+	_, used = Summarize("How does Alice want her emails written?", []store.RankedObservation{
+		{ID: d, Text: "Alice: I never start emails with Dear", ProofCount: 3, Similarity: 0.5, Keyword: 2.1},
+		{ID: e, Text: "Alice: Help me pick a gift?", ProofCount: 1, Similarity: 0.47, Keyword: 0.3},
+		{ID: f, Text: "Alice: Nice to meet you", ProofCount: 1, Similarity: 0.44, Keyword: 0.3},
+		{ID: a, Text: "Alice: Write my weekly status email", ProofCount: 1, Similarity: 0.3, Keyword: 1.2},
+	}, 0)
+	var ids []uuid.UUID
+	for _, o := range used {
+		ids = append(ids, o.ID)
+	}
+	if want := []uuid.UUID{d, e, a}; fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Errorf("kept %v, want %v: the two with keyword evidence, and the one without at 0.94 of the best similarity, not the one at 0.88", ids, want)
+	}
 }

@@ -656,6 +656,10 @@ type RankedObservation struct {
 	ProofCount int
 	Trend      string
 	Similarity float64
+	// Keyword is recall's keyword-arm score: above 0 when the observation
+	// shares an informative word with the question (0 when ranked by
+	// similarity alone).
+	Keyword float64
 }
 
 const (
