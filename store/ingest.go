@@ -618,9 +618,9 @@ func (s *Store) FoldEntityMentions(ctx context.Context) (int64, error) {
 const (
 	// qLockOrphanEntities picks entities no fact mentions, older than $1
 	// seconds, with no unfolded mentions, neither merged away nor a merge
-	// target. SKIP
-	// LOCKED passes over the ones an ingest transaction is linking a fact
-	// to right now (its foreign-key check holds a key-share lock).
+	// target. SKIP LOCKED passes over the ones an ingest transaction is
+	// linking a fact to right now (its foreign-key check holds a key-share
+	// lock).
 	qLockOrphanEntities = `SELECT e.id FROM entities e
 		WHERE e.mention_count <= 0 AND e.merged_into IS NULL AND e.created_at < now() - make_interval(secs => $1)
 		  AND NOT EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.entity_id = e.id)
