@@ -54,7 +54,8 @@ const (
 	// ($5/$6) and those of the facts nearest to the query ($7 ids, $8
 	// similarities: the semantic arm's best, see nearestFacts), weighted
 	// by $10 times their similarity, that are mentioned at most $12
-	// times: that a similar fact mentions Seattle, named in a thousand
+	// times (counting the mentions not yet folded into mention_count):
+	// that a similar fact mentions Seattle, named in a thousand
 	// facts, says nothing about which of them matter, the way a common
 	// word says nothing in full-text search. An entity seeded both ways
 	// keeps its best weight.
@@ -91,7 +92,8 @@ const (
 			SELECT s.entity_id, s.w, s.w >= 1 AS named FROM unnest($5::uuid[], $6::float8[]) AS s(entity_id, w)
 			UNION ALL
 			SELECT ue.entity_id, $10 * u.score, false FROM useeds u JOIN unit_entities ue ON ue.unit_id = u.id
-			JOIN entities e ON e.id = ue.entity_id WHERE e.mention_count <= $12) x
+			JOIN entities e ON e.id = ue.entity_id
+			WHERE e.mention_count + COALESCE((SELECT sum(d.mentions) FROM entity_mention_deltas d WHERE d.entity_id = e.id), 0) <= $12) x
 		GROUP BY x.entity_id),
 	hop1 AS (
 		SELECT f.unit_id AS id, sum(s.w) AS score, max(f.t) AS t
