@@ -20,13 +20,16 @@ type EntityCandidate struct {
 
 // Candidates come from exact alias-key hits and from trigram similarity
 // of the canonical name; merged entities are followed to their target.
+// Mentions count those not yet folded into mention_count, since a new
+// entity has none until the worker folds (it breaks ties between people).
 const qEntityCandidates = `
 WITH hits AS (
 	SELECT entity_id AS id FROM entity_aliases WHERE bank_id = $1 AND alias_key = ANY($2::text[])
 	UNION
 	SELECT id FROM entities WHERE bank_id = $1 AND lower(canonical_name) % ANY($3::text[])
 )
-SELECT e.id, e.canonical_name, e.kind, e.last_seen, e.mention_count,
+SELECT e.id, e.canonical_name, e.kind, e.last_seen,
+	(e.mention_count + COALESCE((SELECT sum(d.mentions) FROM entity_mention_deltas d WHERE d.entity_id = e.id), 0))::int,
 	COALESCE((SELECT array_agg(a.alias ORDER BY a.alias) FROM entity_aliases a WHERE a.entity_id = e.id), '{}')
 FROM hits h JOIN entities e ON e.id = h.id
 WHERE e.merged_into IS NULL
