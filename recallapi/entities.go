@@ -32,11 +32,7 @@ func (s *Server) listEntities(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getEntity(w http.ResponseWriter, r *http.Request) error {
-	bank, err := s.bankID(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathUUID(r, "entity_id")
+	bank, id, err := s.bankAndUUID(r, "entity_id")
 	if err != nil {
 		return err
 	}
@@ -55,11 +51,7 @@ type mergeBody struct {
 // mergeEntity serves POST …/entities/{id}/merge {into}: the path entity is
 // merged away into the body's.
 func (s *Server) mergeEntity(w http.ResponseWriter, r *http.Request) error {
-	bank, err := s.bankID(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathUUID(r, "entity_id")
+	bank, id, err := s.bankAndUUID(r, "entity_id")
 	if err != nil {
 		return err
 	}
@@ -91,11 +83,7 @@ type aliasBody struct {
 // mentions in any of its forms (word order, pinyin, nickname) resolve to
 // this entity.
 func (s *Server) addEntityAlias(w http.ResponseWriter, r *http.Request) error {
-	bank, err := s.bankID(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathUUID(r, "entity_id")
+	bank, id, err := s.bankAndUUID(r, "entity_id")
 	if err != nil {
 		return err
 	}

@@ -47,11 +47,7 @@ func (s *Server) listUnits(w http.ResponseWriter, r *http.Request, anyType bool)
 }
 
 func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) error {
-	bank, err := s.bankID(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathUUID(r, "memory_id")
+	bank, id, err := s.bankAndUUID(r, "memory_id")
 	if err != nil {
 		return err
 	}
@@ -67,11 +63,7 @@ func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) error {
 // invalidated with a reason (query parameter reason) rather than erased,
 // so observations that cite it stay explainable. Repeating it is harmless.
 func (s *Server) invalidateMemory(w http.ResponseWriter, r *http.Request) error {
-	bank, err := s.bankID(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathUUID(r, "memory_id")
+	bank, id, err := s.bankAndUUID(r, "memory_id")
 	if err != nil {
 		return err
 	}
@@ -91,11 +83,7 @@ func (s *Server) invalidateMemory(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) getObservation(w http.ResponseWriter, r *http.Request) error {
-	bank, err := s.bankID(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathUUID(r, "observation_id")
+	bank, id, err := s.bankAndUUID(r, "observation_id")
 	if err != nil {
 		return err
 	}

@@ -112,11 +112,7 @@ func (s *Server) createMentalModel(w http.ResponseWriter, r *http.Request) error
 // getMentalModel is served from the LRU cache; see modelCache for why a
 // cached copy is never older than the last committed write.
 func (s *Server) getMentalModel(w http.ResponseWriter, r *http.Request) error {
-	bank, err := s.bankID(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathUUID(r, "mental_model_id")
+	bank, id, err := s.bankAndUUID(r, "mental_model_id")
 	if err != nil {
 		return err
 	}
@@ -132,11 +128,7 @@ func (s *Server) getMentalModel(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) patchMentalModel(w http.ResponseWriter, r *http.Request) error {
-	bank, err := s.bankID(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathUUID(r, "mental_model_id")
+	bank, id, err := s.bankAndUUID(r, "mental_model_id")
 	if err != nil {
 		return err
 	}
@@ -171,11 +163,7 @@ func (s *Server) patchMentalModel(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) deleteMentalModel(w http.ResponseWriter, r *http.Request) error {
-	bank, err := s.bankID(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathUUID(r, "mental_model_id")
+	bank, id, err := s.bankAndUUID(r, "mental_model_id")
 	if err != nil {
 		return err
 	}
@@ -191,11 +179,7 @@ func (s *Server) deleteMentalModel(w http.ResponseWriter, r *http.Request) error
 // and then announces the change, since the refresher writes through its
 // own code path.
 func (s *Server) refreshMentalModel(w http.ResponseWriter, r *http.Request) error {
-	bank, err := s.bankID(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathUUID(r, "mental_model_id")
+	bank, id, err := s.bankAndUUID(r, "mental_model_id")
 	if err != nil {
 		return err
 	}

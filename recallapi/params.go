@@ -25,6 +25,17 @@ func pathUUID(r *http.Request, name string) (uuid.UUID, error) {
 	return id, nil
 }
 
+// bankAndUUID reads the bank id and a UUID path parameter, the two that
+// every route on one object of a bank starts with.
+func (s *Server) bankAndUUID(r *http.Request, name string) (string, uuid.UUID, error) {
+	bank, err := s.bankID(r)
+	if err != nil {
+		return "", uuid.Nil, err
+	}
+	id, err := pathUUID(r, name)
+	return bank, id, err
+}
+
 // page reads limit (1–1000, default 100) and offset (≥ 0) from the query
 // string.
 func page(r *http.Request) (limit, offset int, err error) {
