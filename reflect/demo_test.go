@@ -15,9 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/memstream/memstream/chunk"
-	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/extract"
-	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/lexical"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/resolve"
@@ -50,21 +48,9 @@ func TestOfflineOnDemoData(t *testing.T) {
 		t.Skipf("no demo data: %v", err)
 	}
 	defer f.Close()
-	url, _ := pgtest.Schema(t)
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(ctx, store.Config{URL: url, Dim: testDim, MaxConns: 4}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	emb, err := embed.NewLocal(testDim)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, emb := migratedStore(t, log)
 	ex := extract.NewOffline(extract.OfflineConfig{})
 	var evs []store.EventRecord
 	sc := bufio.NewScanner(f)

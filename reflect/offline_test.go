@@ -28,6 +28,26 @@ type pgFact struct {
 	at                    time.Time
 }
 
+// migratedStore opens a store on a fresh, migrated schema of the test
+// server, and the local embedder of its dimension.
+func migratedStore(t *testing.T, log *slog.Logger) (*store.Store, *embed.Local) {
+	t.Helper()
+	url, _ := pgtest.Schema(t)
+	st, err := store.Open(context.Background(), store.Config{URL: url, Dim: testDim, MaxConns: 4}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	emb, err := embed.NewLocal(testDim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, emb
+}
+
 type pgFixture struct {
 	st  *store.Store
 	rec *recall.Recaller
@@ -39,21 +59,9 @@ type pgFixture struct {
 // sets observation trends as consolidation would.
 func newPGFixture(t *testing.T, facts []pgFact) *pgFixture {
 	t.Helper()
-	url, _ := pgtest.Schema(t)
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(ctx, store.Config{URL: url, Dim: testDim, MaxConns: 4}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	emb, err := embed.NewLocal(testDim)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, emb := migratedStore(t, log)
 	fx := &pgFixture{st: st, ids: map[string]uuid.UUID{}}
 	eid := store.DeriveID("alice", "entity", "Alice")
 	var evs []store.EventRecord
@@ -86,6 +94,7 @@ func newPGFixture(t *testing.T, facts []pgFact) *pgFixture {
 			}
 		}
 	}
+	var err error
 	fx.rec, err = recall.New(st.Pool(), emb, recall.Config{Tokenizer: recall.TokenizerEstimate}, log)
 	if err != nil {
 		t.Fatal(err)
