@@ -152,7 +152,7 @@ func (r *Recaller) load(ctx context.Context, q *query, ids []uuid.UUID) ([]hydra
 	if q.embedErr == nil && q.vec != nil {
 		vec = pgvector.NewHalfVector(q.vec)
 	}
-	var out []hydrated
+	out := make([]hydrated, 0, len(ids))
 	err := r.genericQuery(ctx, qHydrate, []any{ids, q.BankID, vec, q.Diversity > 0}, func(row pgx.Rows) error {
 		var h hydrated
 		var os, oe *time.Time
