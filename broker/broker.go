@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/memstream/memstream/event"
 	"github.com/memstream/memstream/pipeline"
 )
 
@@ -141,7 +142,7 @@ func NewDeadLetters(cl *kgo.Client, topic string) *DeadLetters {
 
 // DeadLetter produces the record with its original key, value and headers
 // plus the error headers, and returns once Kafka acknowledged it.
-func (d *DeadLetters) DeadLetter(ctx context.Context, m pipeline.Message, e *pipeline.RecordError, _ string) error {
+func (d *DeadLetters) DeadLetter(ctx context.Context, m pipeline.Message, e *event.Error, _ string) error {
 	r := m.Record
 	headers := append([]kgo.RecordHeader(nil), r.Headers...)
 	msg := e.Msg

@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/memstream/memstream/pipeline"
+	"github.com/memstream/memstream/event"
 )
 
 // An accepted event must survive a restart of the embedded broker: its log
@@ -29,7 +29,7 @@ func TestEmbeddedBrokerKeepsEventsAcrossRestart(t *testing.T) {
 	pub := NewPublisher(prod, "ev")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	events := []pipeline.Event{
+	events := []event.Event{
 		{BankID: "alice", DocumentID: "d1", Content: "I live in Shanghai"},
 		{BankID: "alice", DocumentID: "d1", Content: "I moved last week"},
 		{BankID: "bob", Content: "no document"},

@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/memstream/memstream/pipeline"
+	"github.com/memstream/memstream/event"
 )
 
 // Publisher produces conversation events to the events topic.
@@ -29,7 +29,7 @@ func RecordKey(bankID, documentID string) []byte {
 }
 
 // Publish produces the events and returns once Kafka acknowledged all.
-func (p *Publisher) Publish(ctx context.Context, events []pipeline.Event) error {
+func (p *Publisher) Publish(ctx context.Context, events []event.Event) error {
 	recs := make([]*kgo.Record, len(events))
 	for i, ev := range events {
 		v, err := json.Marshal(ev)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/memstream/memstream/event"
 )
 
 // Config is the effective configuration of one memstream process.
@@ -177,7 +179,7 @@ func Default() Config {
 			Topics:             []string{"memstream.events"},
 			DLQTopic:           "memstream.events.dlq",
 			Group:              "memstream-ingest",
-			MaxEventBytes:      1 << 20,
+			MaxEventBytes:      event.DefaultMaxBytes,
 			MaxInflightRecords: 20000,
 			MaxInflightBytes:   256 << 20,
 			CommitInterval:     time.Second,

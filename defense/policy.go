@@ -1,6 +1,7 @@
 package defense
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -161,4 +162,21 @@ func (s *Scanner) Apply(text string, p Policy) (Result, error) {
 		return res, &BlockedError{Labels: slices.Clone(res.BlockedLabels)}
 	}
 	return res, nil
+}
+
+// MergePolicy overlays a bank's stored policy JSON on the base policy. A
+// bank stores only what it changes, so a later change of the base (the
+// configuration) still reaches every bank that did not override it.
+func MergePolicy(base Policy, raw json.RawMessage) (Policy, error) {
+	p := base
+	if len(raw) == 0 || string(raw) == "{}" || string(raw) == "null" {
+		return p, nil
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return base, fmt.Errorf("defense policy: %w", err)
+	}
+	if err := p.Validate(); err != nil {
+		return base, err
+	}
+	return p, nil
 }

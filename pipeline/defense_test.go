@@ -14,7 +14,7 @@ import (
 
 	"github.com/memstream/memstream/broker"
 	"github.com/memstream/memstream/defense"
-	"github.com/memstream/memstream/pipeline"
+	"github.com/memstream/memstream/event"
 	"github.com/memstream/memstream/store"
 )
 
@@ -316,7 +316,7 @@ func TestDefenseBlockPolicyDeadLettersAndStoresNothing(t *testing.T) {
 	if n := h.count(`SELECT count(*) FROM events WHERE event_key = 'locked-1'`); n != 0 {
 		t.Fatal("blocked event recorded as ingested")
 	}
-	if n := h.count(`SELECT count(*) FROM dead_letters WHERE bank_id = 'locked' AND error_class = $1 AND error_stage = 'defense'`, pipeline.ClassBlockedByPolicy); n != 1 {
+	if n := h.count(`SELECT count(*) FROM dead_letters WHERE bank_id = 'locked' AND error_class = $1 AND error_stage = 'defense'`, event.ClassBlockedByPolicy); n != 1 {
 		t.Fatalf("dead_letters rows for the blocked event: %d, want 1", n)
 	}
 	dump := h.defenseDump()
@@ -376,7 +376,7 @@ func TestDefenseBlockPolicyDeadLettersAndStoresNothing(t *testing.T) {
 	for _, hd := range got[0].Headers {
 		hdr[hd.Key] = string(hd.Value)
 	}
-	if hdr[broker.HeaderErrorClass] != pipeline.ClassBlockedByPolicy || hdr[broker.HeaderErrorStage] != "defense" {
+	if hdr[broker.HeaderErrorClass] != event.ClassBlockedByPolicy || hdr[broker.HeaderErrorStage] != "defense" {
 		t.Errorf("DLQ headers class %q stage %q", hdr[broker.HeaderErrorClass], hdr[broker.HeaderErrorStage])
 	}
 	msg := hdr[broker.HeaderErrorMessage]

@@ -21,6 +21,7 @@ import (
 	"github.com/memstream/memstream/consumer"
 	"github.com/memstream/memstream/defense"
 	"github.com/memstream/memstream/embed"
+	"github.com/memstream/memstream/event"
 	"github.com/memstream/memstream/extract"
 	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/pipeline"
@@ -287,7 +288,7 @@ func TestPostgresConnectionLossResumes(t *testing.T) {
 	const n = 1200
 	var vals [][]byte
 	for i := 0; i < n; i++ {
-		vals = append(vals, event("dave", i))
+		vals = append(vals, flightEvent("dave", i))
 	}
 	h.produce(vals...)
 
@@ -361,7 +362,7 @@ func TestDroppedFetchesLoseNothing(t *testing.T) {
 	for w := 0; w < waves; w++ {
 		var vals [][]byte
 		for i := w * perWave; i < (w+1)*perWave; i++ {
-			vals = append(vals, event("erin", i))
+			vals = append(vals, flightEvent("erin", i))
 		}
 		h.produce(vals...)
 		time.Sleep(300 * time.Millisecond)
@@ -406,7 +407,7 @@ func TestFailingExtractorDeadLettersOnlyItsRecord(t *testing.T) {
 	const n = 200
 	var vals [][]byte
 	for i := 0; i < n; i++ {
-		vals = append(vals, event("fred", i))
+		vals = append(vals, flightEvent("fred", i))
 	}
 	poisonIdx := []int{17, 133}
 	for _, i := range poisonIdx {
@@ -427,8 +428,8 @@ func TestFailingExtractorDeadLettersOnlyItsRecord(t *testing.T) {
 	if got := h.count(`SELECT count(*) FROM events WHERE bank_id = 'fred'`); got != good {
 		t.Fatalf("events = %d, want %d: batch-mates of the poison were lost", got, good)
 	}
-	if got := h.count(`SELECT count(*) FROM dead_letters WHERE error_class = $1`, pipeline.ClassExtractFailed); got != len(poisonIdx) {
-		t.Fatalf("dead letters of class %s = %d, want %d", pipeline.ClassExtractFailed, got, len(poisonIdx))
+	if got := h.count(`SELECT count(*) FROM dead_letters WHERE error_class = $1`, event.ClassExtractFailed); got != len(poisonIdx) {
+		t.Fatalf("dead letters of class %s = %d, want %d", event.ClassExtractFailed, got, len(poisonIdx))
 	}
 	// The DLQ holds the poison records with the class header.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(h.brokers...), kgo.ConsumeTopics(dlq), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -445,8 +446,8 @@ func TestFailingExtractorDeadLettersOnlyItsRecord(t *testing.T) {
 				t.Errorf("unexpected DLQ record %.80q", rec.Value)
 			}
 			for _, hd := range rec.Headers {
-				if hd.Key == broker.HeaderErrorClass && string(hd.Value) != pipeline.ClassExtractFailed {
-					t.Errorf("DLQ class %q, want %q", hd.Value, pipeline.ClassExtractFailed)
+				if hd.Key == broker.HeaderErrorClass && string(hd.Value) != event.ClassExtractFailed {
+					t.Errorf("DLQ class %q, want %q", hd.Value, event.ClassExtractFailed)
 				}
 			}
 			seen++

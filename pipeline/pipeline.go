@@ -17,6 +17,7 @@ import (
 
 	"github.com/memstream/memstream/chunk"
 	"github.com/memstream/memstream/defense"
+	"github.com/memstream/memstream/event"
 	"github.com/memstream/memstream/extract"
 	"github.com/memstream/memstream/store"
 )
@@ -61,7 +62,7 @@ type Persister interface {
 // DeadLetterWriter writes a record to the dead-letter topic and returns once
 // Kafka has acknowledged it.
 type DeadLetterWriter interface {
-	DeadLetter(ctx context.Context, m Message, e *RecordError, bankID string) error
+	DeadLetter(ctx context.Context, m Message, e *event.Error, bankID string) error
 }
 
 // Config sizes the pipeline.
@@ -96,7 +97,7 @@ func (c Config) WithDefaults() Config {
 		c.ChunkMaxChars = 3000
 	}
 	if c.MaxEventBytes <= 0 {
-		c.MaxEventBytes = 1 << 20
+		c.MaxEventBytes = event.DefaultMaxBytes
 	}
 	if c.MaxRetries <= 0 {
 		c.MaxRetries = 5
@@ -251,7 +252,7 @@ func (p *Pipeline) Abort() {
 // item is one record on its way through a lane.
 type item struct {
 	msg    Message
-	ev     *DecodedEvent
+	ev     *event.Decoded
 	chunks []chunk.Chunk
 	audit  []store.AuditRow
 	facts  [][]extract.Fact // per chunk
@@ -301,10 +302,10 @@ func bankOf(it *item) string {
 }
 
 // prepare decodes, applies defense and chunks one record.
-func (p *Pipeline) prepare(m Message) (*item, *RecordError) {
-	ev, err := Decode(m.Record, p.cfg.MaxEventBytes)
+func (p *Pipeline) prepare(m Message) (*item, *event.Error) {
+	ev, err := event.Decode(m.Record, p.cfg.MaxEventBytes)
 	if err != nil {
-		var re *RecordError
+		var re *event.Error
 		errors.As(err, &re)
 		return nil, re
 	}
@@ -319,7 +320,7 @@ func (p *Pipeline) prepare(m Message) (*item, *RecordError) {
 	// check applies the policy to one stored text. The audit rows are kept
 	// even when the text blocks the event, so the blocked event is
 	// audited too.
-	check := func(text string) (string, *RecordError) {
+	check := func(text string) (string, *event.Error) {
 		if text == "" {
 			return text, nil
 		}
@@ -330,12 +331,12 @@ func (p *Pipeline) prepare(m Message) (*item, *RecordError) {
 		if cerr != nil {
 			var be *defense.BlockedError
 			if errors.As(cerr, &be) {
-				return "", recErr(ClassBlockedByPolicy, "defense", "%v", cerr)
+				return "", event.Errorf(event.ClassBlockedByPolicy, "defense", "%v", cerr)
 			}
-			return "", recErr(ClassBlockedByPolicy, "defense", "defense check failed: %v", cerr)
+			return "", event.Errorf(event.ClassBlockedByPolicy, "defense", "defense check failed: %v", cerr)
 		}
 		if res.Blocked {
-			return "", recErr(ClassBlockedByPolicy, "defense", "blocked by policy: %s", strings.Join(res.BlockedLabels, ", "))
+			return "", event.Errorf(event.ClassBlockedByPolicy, "defense", "blocked by policy: %s", strings.Join(res.BlockedLabels, ", "))
 		}
 		return res.Text, nil
 	}
@@ -350,7 +351,7 @@ func (p *Pipeline) prepare(m Message) (*item, *RecordError) {
 	}
 	// Context, tags and metadata values are stored with the document and
 	// every fact, so they pass the same gate as the messages.
-	var rerr *RecordError
+	var rerr *event.Error
 	if ev.Context, rerr = check(ev.Context); rerr != nil {
 		return it, rerr
 	}
@@ -454,7 +455,7 @@ func (p *Pipeline) extractBatch(batch []*item) []*item {
 			return append(p.extractBatch(batch[:mid]), p.extractBatch(batch[mid:])...)
 		}
 		for _, it := range batch {
-			p.deadLetter(it.msg, recErr(ClassExtractFailed, "extract", "%v", err), it.ev.BankID)
+			p.deadLetter(it.msg, event.Errorf(event.ClassExtractFailed, "extract", "%v", err), it.ev.BankID)
 		}
 		return nil
 	}
@@ -483,7 +484,7 @@ func (p *Pipeline) extractBatch(batch []*item) []*item {
 			return nil
 		}
 		for _, it := range batch {
-			p.deadLetter(it.msg, recErr(ClassExtractFailed, "embed", "%v", err), it.ev.BankID)
+			p.deadLetter(it.msg, event.Errorf(event.ClassExtractFailed, "embed", "%v", err), it.ev.BankID)
 		}
 		return nil
 	}
@@ -618,7 +619,7 @@ func (p *Pipeline) writeRecords(items []*item, recs []store.EventRecord, depth i
 		p.m.retries.WithLabelValues("persist").Inc()
 		if !isTransient(err) && attempt >= p.cfg.MaxRetries {
 			if len(items) == 1 {
-				p.deadLetter(items[0].msg, recErr(ClassPersistFailed, "persist", "%v", err), recs[0].BankID)
+				p.deadLetter(items[0].msg, event.Errorf(event.ClassPersistFailed, "persist", "%v", err), recs[0].BankID)
 				return
 			}
 			mid := len(items) / 2
@@ -637,7 +638,7 @@ func (p *Pipeline) writeRecords(items []*item, recs []store.EventRecord, depth i
 
 // deadLetter writes the record to the dead-letter topic, retrying until
 // Kafka acknowledges it, then acknowledges the record.
-func (p *Pipeline) deadLetter(m Message, e *RecordError, bankID string) {
+func (p *Pipeline) deadLetter(m Message, e *event.Error, bankID string) {
 	p.m.deadLettered.WithLabelValues(e.Class).Inc()
 	delay := 100 * time.Millisecond
 	for {

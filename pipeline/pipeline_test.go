@@ -20,6 +20,7 @@ import (
 
 	"github.com/memstream/memstream/broker"
 	"github.com/memstream/memstream/consumer"
+	"github.com/memstream/memstream/event"
 	"github.com/memstream/memstream/extract"
 	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/pipeline"
@@ -101,7 +102,7 @@ func (r *running) crash() {
 	<-r.done
 }
 
-func event(bank string, i int) []byte {
+func flightEvent(bank string, i int) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"bank_id": bank, "event_id": fmt.Sprintf("%s-e%05d", bank, i), "document_id": fmt.Sprintf("conv-%d", i%17),
 		"messages": []map[string]string{
@@ -166,7 +167,7 @@ func TestIngestExactlyOnceAndReplay(t *testing.T) {
 	}
 	var vals [][]byte
 	for i := 0; i < n; i++ {
-		vals = append(vals, event("alice", i))
+		vals = append(vals, flightEvent("alice", i))
 	}
 	h.produce(vals...)
 	r := h.start("g1")
@@ -236,18 +237,18 @@ func TestPoisonRecordsDeadLettered(t *testing.T) {
 	h := newHarness(t)
 	big := `{"bank_id":"alice","content":"` + strings.Repeat("x", 2<<20) + `"}`
 	poison := map[string][]byte{
-		pipeline.ClassInvalidJSON:   []byte(`{"bank_id": "alice", "content": `),
-		pipeline.ClassInvalidUTF8:   append([]byte(`{"bank_id":"alice","content":"`), 0xff, 0xfe, '"', '}'),
-		pipeline.ClassOversized:     []byte(big),
-		"missing_bank":              []byte(`{"content":"hello there, I live in Paris"}`),
-		"both":                      []byte(`{"bank_id":"alice","content":"x","messages":[{"role":"user","content":"y"}]}`),
-		"neither":                   []byte(`{"bank_id":"alice"}`),
-		pipeline.ClassInvalidBankID: []byte(`{"bank_id":"../etc","content":"x"}`),
-		"bad_role":                  []byte(`{"bank_id":"alice","messages":[{"role":"robot","content":"y"}]}`),
+		event.ClassInvalidJSON:   []byte(`{"bank_id": "alice", "content": `),
+		event.ClassInvalidUTF8:   append([]byte(`{"bank_id":"alice","content":"`), 0xff, 0xfe, '"', '}'),
+		event.ClassOversized:     []byte(big),
+		"missing_bank":           []byte(`{"content":"hello there, I live in Paris"}`),
+		"both":                   []byte(`{"bank_id":"alice","content":"x","messages":[{"role":"user","content":"y"}]}`),
+		"neither":                []byte(`{"bank_id":"alice"}`),
+		event.ClassInvalidBankID: []byte(`{"bank_id":"../etc","content":"x"}`),
+		"bad_role":               []byte(`{"bank_id":"alice","messages":[{"role":"robot","content":"y"}]}`),
 	}
 	wantClass := map[string]string{
-		pipeline.ClassInvalidJSON: pipeline.ClassInvalidJSON, pipeline.ClassInvalidUTF8: pipeline.ClassInvalidUTF8, pipeline.ClassOversized: pipeline.ClassOversized,
-		"missing_bank": pipeline.ClassSchema, "both": pipeline.ClassSchema, "neither": pipeline.ClassSchema, pipeline.ClassInvalidBankID: pipeline.ClassInvalidBankID, "bad_role": pipeline.ClassSchema,
+		event.ClassInvalidJSON: event.ClassInvalidJSON, event.ClassInvalidUTF8: event.ClassInvalidUTF8, event.ClassOversized: event.ClassOversized,
+		"missing_bank": event.ClassSchema, "both": event.ClassSchema, "neither": event.ClassSchema, event.ClassInvalidBankID: event.ClassInvalidBankID, "bad_role": event.ClassSchema,
 	}
 	var vals [][]byte
 	byValue := map[string]string{}
@@ -256,7 +257,7 @@ func TestPoisonRecordsDeadLettered(t *testing.T) {
 		byValue[string(v)] = name
 	}
 	for i := 0; i < 20; i++ {
-		vals = append(vals, event("bob", i))
+		vals = append(vals, flightEvent("bob", i))
 	}
 	h.produce(vals...)
 	r := h.start("g-poison")
@@ -306,7 +307,7 @@ func TestCrashMidStreamLosesAndDoublesNothing(t *testing.T) {
 	const n = 600
 	var vals [][]byte
 	for i := 0; i < n; i++ {
-		vals = append(vals, event("carol", i))
+		vals = append(vals, flightEvent("carol", i))
 	}
 	h.produce(vals...)
 	// Drop some commits: the watermark must still hold.

@@ -50,7 +50,7 @@ func (c *CachedPolicies) Policy(ctx context.Context, bankID string) (defense.Pol
 	if err != nil {
 		return c.base, err
 	}
-	p, err := MergePolicy(c.base, raw)
+	p, err := defense.MergePolicy(c.base, raw)
 	if err != nil {
 		return c.base, fmt.Errorf("bank %s: %w", bankID, err)
 	}
@@ -65,19 +65,4 @@ func (c *CachedPolicies) Invalidate(bankID string) {
 	c.mu.Lock()
 	delete(c.entries, bankID)
 	c.mu.Unlock()
-}
-
-// MergePolicy overlays a bank's stored policy JSON on the base policy.
-func MergePolicy(base defense.Policy, raw json.RawMessage) (defense.Policy, error) {
-	p := base
-	if len(raw) == 0 || string(raw) == "{}" || string(raw) == "null" {
-		return p, nil
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return base, fmt.Errorf("defense policy: %w", err)
-	}
-	if err := p.Validate(); err != nil {
-		return base, err
-	}
-	return p, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/memstream/memstream/event"
 	"github.com/memstream/memstream/lexical"
 	"github.com/memstream/memstream/store"
 )
@@ -41,9 +42,9 @@ func IdemKey(eventKey string, msgIdx, chunkIdx, factIdx int) string {
 // buildRecords resolves the batch's entities (one call per bank) and turns
 // each item into a store.EventRecord. bad[i] is set for items that cannot
 // be persisted.
-func (p *Pipeline) buildRecords(batch []*item) ([]store.EventRecord, []*RecordError) {
+func (p *Pipeline) buildRecords(batch []*item) ([]store.EventRecord, []*event.Error) {
 	recs := make([]store.EventRecord, len(batch))
-	bad := make([]*RecordError, len(batch))
+	bad := make([]*event.Error, len(batch))
 
 	// Gather mentions per bank so resolution is one round trip per bank.
 	type ref struct{ item, chunk, fact, ent int }
@@ -105,7 +106,7 @@ func (p *Pipeline) buildRecords(batch []*item) ([]store.EventRecord, []*RecordEr
 			}
 			for fi, f := range it.facts[ci] {
 				if err := f.Validate(); err != nil {
-					bad[i] = recErr(ClassExtractFailed, "extract", "fact %d of chunk %d: %v", fi, ci, err)
+					bad[i] = event.Errorf(event.ClassExtractFailed, "extract", "fact %d of chunk %d: %v", fi, ci, err)
 					break
 				}
 				var entIDs []uuid.UUID

@@ -52,7 +52,7 @@ func TestPostgresRestartMidIngest(t *testing.T) {
 	const n = 800
 	var vals [][]byte
 	for i := 0; i < n; i++ {
-		vals = append(vals, event("dora", i))
+		vals = append(vals, flightEvent("dora", i))
 	}
 	h.produce(vals...)
 	r := h.start("g-pgrestart")

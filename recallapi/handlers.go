@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/memstream/memstream/defense"
-	"github.com/memstream/memstream/pipeline"
+	"github.com/memstream/memstream/event"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/store"
 )
@@ -209,12 +209,12 @@ func (s *Server) retain(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("retain bank %s: read defense policy: %w", id, err)
 	}
-	policy, err := pipeline.MergePolicy(s.cfg.BasePolicy, raw)
+	policy, err := defense.MergePolicy(s.cfg.BasePolicy, raw)
 	if err != nil {
 		return fmt.Errorf("retain bank %s: stored defense policy: %w", id, err)
 	}
 	opID := newID()
-	events := make([]pipeline.Event, len(body.Items))
+	events := make([]event.Event, len(body.Items))
 	keys := make([]string, len(body.Items))
 	for i, it := range body.Items {
 		field := fmt.Sprintf("items[%d]", i)
@@ -254,7 +254,7 @@ func (s *Server) retain(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 		keys[i] = fmt.Sprintf("retain/%s/%d", opID, i)
-		events[i] = pipeline.Event{BankID: id, EventID: keys[i], DocumentID: it.DocumentID, Content: it.Content,
+		events[i] = event.Event{BankID: id, EventID: keys[i], DocumentID: it.DocumentID, Content: it.Content,
 			Timestamp: it.Timestamp, Context: it.Context, Tags: it.Tags, Metadata: it.Metadata}
 		if events[i].Timestamp == "" {
 			events[i].Timestamp = time.Now().UTC().Format(time.RFC3339Nano)

@@ -21,8 +21,8 @@ import (
 	"github.com/memstream/memstream/config"
 	"github.com/memstream/memstream/defense"
 	"github.com/memstream/memstream/embed"
+	"github.com/memstream/memstream/event"
 	"github.com/memstream/memstream/internal/pgtest"
-	"github.com/memstream/memstream/pipeline"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/reflect"
 	"github.com/memstream/memstream/store"
@@ -47,14 +47,14 @@ const (
 // each event to the store after delay, as the ingest pipeline would.
 type fakePublisher struct {
 	mu      sync.Mutex
-	events  []pipeline.Event
+	events  []event.Event
 	st      *store.Store
 	persist bool
 	delay   time.Duration
 	wg      sync.WaitGroup
 }
 
-func (p *fakePublisher) Publish(_ context.Context, evs []pipeline.Event) error {
+func (p *fakePublisher) Publish(_ context.Context, evs []event.Event) error {
 	p.mu.Lock()
 	p.events = append(p.events, evs...)
 	p.mu.Unlock()
@@ -80,10 +80,10 @@ func (p *fakePublisher) Publish(_ context.Context, evs []pipeline.Event) error {
 	return nil
 }
 
-func (p *fakePublisher) published() []pipeline.Event {
+func (p *fakePublisher) published() []event.Event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]pipeline.Event(nil), p.events...)
+	return append([]event.Event(nil), p.events...)
 }
 
 // fakeReflector records the request it was given.

@@ -22,7 +22,7 @@ import (
 
 	"github.com/memstream/memstream/config"
 	"github.com/memstream/memstream/defense"
-	"github.com/memstream/memstream/pipeline"
+	"github.com/memstream/memstream/event"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/reflect"
 	"github.com/memstream/memstream/store"
@@ -86,7 +86,7 @@ type Recaller interface {
 
 // Publisher produces events to Kafka and returns once they are acknowledged.
 type Publisher interface {
-	Publish(ctx context.Context, events []pipeline.Event) error
+	Publish(ctx context.Context, events []event.Event) error
 }
 
 // Gate is the defense check retain applies before producing.
@@ -540,8 +540,8 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) bankID(r *http.Request) (string, error) {
 	id := r.PathValue("bank_id")
-	if !pipeline.BankIDPattern.MatchString(id) {
-		return "", badRequest("bank_id", "bank_id must match "+pipeline.BankIDPattern.String())
+	if !event.BankIDPattern.MatchString(id) {
+		return "", badRequest("bank_id", "bank_id must match "+event.BankIDPattern.String())
 	}
 	return id, nil
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/lexical"
-	"github.com/memstream/memstream/pipeline"
 	"github.com/memstream/memstream/store"
 )
 
@@ -206,7 +205,7 @@ func (fx *rescanFixture) policy(t *testing.T, raw string) defense.Policy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := pipeline.MergePolicy(defense.DefaultPolicy(), stored)
+	p, err := defense.MergePolicy(defense.DefaultPolicy(), stored)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/memstream/memstream/config"
 	"github.com/memstream/memstream/defense"
-	"github.com/memstream/memstream/pipeline"
 	"github.com/memstream/memstream/store"
 )
 
@@ -68,7 +67,7 @@ func cmdDefense(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("defense rescan: %w", err)
 	}
-	policy, err := pipeline.MergePolicy(basePolicy(cfg), b.DefensePolicy)
+	policy, err := defense.MergePolicy(basePolicy(cfg), b.DefensePolicy)
 	if err != nil {
 		return fmt.Errorf("defense rescan bank %s: stored policy: %w", *bank, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/memstream/memstream/broker"
+	"github.com/memstream/memstream/event"
 	"github.com/memstream/memstream/pipeline"
 )
 
@@ -36,7 +37,7 @@ func seedDLQ(t *testing.T, cl *kgo.Client, n int) {
 			Key: broker.RecordKey(bank, fmt.Sprintf("doc%d", i)), Value: v,
 			Headers: []kgo.RecordHeader{{Key: "trace-id", Value: []byte(fmt.Sprintf("t%03d", i))}}}
 		err := dl.DeadLetter(context.Background(), pipeline.Message{Record: src},
-			&pipeline.RecordError{Class: pipeline.ClassSchema, Stage: "decode", Msg: "test failure"}, "")
+			&event.Error{Class: event.ClassSchema, Stage: "decode", Msg: "test failure"}, "")
 		if err != nil {
 			t.Fatal(err)
 		}

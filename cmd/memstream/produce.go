@@ -16,7 +16,7 @@ import (
 
 	"github.com/memstream/memstream/broker"
 	"github.com/memstream/memstream/config"
-	"github.com/memstream/memstream/pipeline"
+	"github.com/memstream/memstream/event"
 )
 
 func cmdProduce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -116,7 +116,7 @@ func produceFile(ctx context.Context, cl *kgo.Client, file, topic, bank string, 
 		if len(raw) == 0 {
 			continue
 		}
-		var ev pipeline.Event
+		var ev event.Event
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return n, fmt.Errorf("%s line %d: not a JSON event: %w", file, line, err)
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/memstream/memstream/broker"
-	"github.com/memstream/memstream/pipeline"
+	"github.com/memstream/memstream/event"
 )
 
 // TestKafkaIngestExactlyOnceAndReplay: n events → exactly n persisted, each
@@ -43,11 +43,11 @@ func TestKafkaIngestExactlyOnceAndReplay(t *testing.T) {
 func TestKafkaPoisonDeadLettered(t *testing.T) {
 	h := newHarness(t, 4)
 	poison := map[string][]byte{
-		pipeline.ClassInvalidJSON:   []byte(`{"bank_id": "alice", "content": `),
-		pipeline.ClassInvalidUTF8:   append([]byte(`{"bank_id":"alice","content":"`), 0xff, 0xfe, '"', '}'),
-		pipeline.ClassOversized:     []byte(`{"bank_id":"alice","content":"` + strings.Repeat("x", 2<<20) + `"}`),
-		pipeline.ClassSchema:        []byte(`{"content":"hello there, I live in Paris"}`),
-		pipeline.ClassInvalidBankID: []byte(`{"bank_id":"../etc","content":"x"}`),
+		event.ClassInvalidJSON:   []byte(`{"bank_id": "alice", "content": `),
+		event.ClassInvalidUTF8:   append([]byte(`{"bank_id":"alice","content":"`), 0xff, 0xfe, '"', '}'),
+		event.ClassOversized:     []byte(`{"bank_id":"alice","content":"` + strings.Repeat("x", 2<<20) + `"}`),
+		event.ClassSchema:        []byte(`{"content":"hello there, I live in Paris"}`),
+		event.ClassInvalidBankID: []byte(`{"bank_id":"../etc","content":"x"}`),
 	}
 	byValue := map[string]string{}
 	var recs []*kgo.Record

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/memstream/memstream/broker"
+	"github.com/memstream/memstream/event"
 	"github.com/memstream/memstream/pipeline"
 )
 
@@ -41,7 +42,7 @@ func TestKafkaDLQReplay(t *testing.T) {
 		r.Partition, r.Offset = int32(i%4), int64(i)
 		r.Headers = []kgo.RecordHeader{{Key: "trace-id", Value: []byte("t")}}
 		if err := dl.DeadLetter(context.Background(), pipeline.Message{Record: r},
-			&pipeline.RecordError{Class: "store_unavailable", Stage: "persist", Msg: "connection refused"}, ""); err != nil {
+			&event.Error{Class: "store_unavailable", Stage: "persist", Msg: "connection refused"}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

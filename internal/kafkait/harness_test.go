@@ -202,9 +202,9 @@ func (r *running) crash() {
 	<-r.done
 }
 
-// event is a chat event whose flight number QXnnnnn becomes exactly one fact,
+// flightEvent is a chat event whose flight number QXnnnnn becomes exactly one fact,
 // so duplicates and gaps are countable in memory_units.
-func event(bank string, i int) []byte {
+func flightEvent(bank string, i int) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"bank_id": bank, "event_id": fmt.Sprintf("%s-e%05d", bank, i), "document_id": docOf(i),
 		"messages": []map[string]string{
@@ -221,7 +221,7 @@ func docOf(i int) string { return fmt.Sprintf("conv-%d", i%61) }
 func (h *harness) records(bank string, from, to int) []*kgo.Record {
 	var recs []*kgo.Record
 	for i := from; i < to; i++ {
-		recs = append(recs, &kgo.Record{Topic: h.topic, Key: broker.RecordKey(bank, docOf(i)), Value: event(bank, i)})
+		recs = append(recs, &kgo.Record{Topic: h.topic, Key: broker.RecordKey(bank, docOf(i)), Value: flightEvent(bank, i)})
 	}
 	return recs
 }

@@ -1,0 +1,165 @@
+package event
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Event is a conversation event as published on Kafka (SPEC §3).
+type Event struct {
+	BankID         string            `json:"bank_id"`
+	EventID        string            `json:"event_id,omitempty"`
+	DocumentID     string            `json:"document_id,omitempty"`
+	ConversationID string            `json:"conversation_id,omitempty"`
+	Messages       []Message         `json:"messages,omitempty"`
+	Content        string            `json:"content,omitempty"`
+	Timestamp      string            `json:"timestamp,omitempty"`
+	Context        string            `json:"context,omitempty"`
+	Tags           []string          `json:"tags,omitempty"`
+	Metadata       map[string]string `json:"metadata,omitempty"`
+}
+
+// Message is one chat message of an event.
+type Message struct {
+	Role      string `json:"role"`
+	Name      string `json:"name,omitempty"`
+	Content   string `json:"content"`
+	Timestamp string `json:"timestamp,omitempty"`
+}
+
+// DefaultMaxBytes is the default of kafka.max_event_bytes: the largest
+// record value accepted as one event.
+const DefaultMaxBytes = 1 << 20
+
+// BankIDPattern is the rule bank ids must follow. It keeps ids safe in
+// URLs, record keys and log lines.
+var BankIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+
+var validRoles = map[string]bool{"user": true, "assistant": true, "system": true, "tool": true}
+
+// stage is the memstream.error.stage of every error this package returns.
+const stage = "decode"
+
+// Decoded is a validated event with its defaults filled in.
+type Decoded struct {
+	Event
+	Key        string    // idempotency key
+	DocumentID string    // never empty
+	At         time.Time // event timestamp
+	Messages   []DecodedMessage
+}
+
+// DecodedMessage is a message with its resolved timestamp.
+type DecodedMessage struct {
+	Index   int
+	Role    string
+	Name    string
+	Content string
+	At      time.Time
+}
+
+// Validate checks an event against the rules of SPEC §3 that do not depend
+// on its encoding: bank id, exactly one of messages and content, roles and
+// timestamps. The error, if any, is an *Error naming the class.
+func (ev *Event) Validate() error {
+	if ev.BankID == "" {
+		return Errorf(ClassSchema, stage, "bank_id is required")
+	}
+	if !BankIDPattern.MatchString(ev.BankID) {
+		return Errorf(ClassInvalidBankID, stage, "bank_id %q must match %s", truncate(ev.BankID, 64), BankIDPattern)
+	}
+	if (len(ev.Messages) > 0) == (ev.Content != "") {
+		return Errorf(ClassSchema, stage, "the event must have exactly one of messages and content")
+	}
+	if ev.Timestamp != "" {
+		if _, err := time.Parse(time.RFC3339Nano, ev.Timestamp); err != nil {
+			return Errorf(ClassSchema, stage, "timestamp %q is not RFC 3339", truncate(ev.Timestamp, 40))
+		}
+	}
+	for i, m := range ev.Messages {
+		if !validRoles[m.Role] {
+			return Errorf(ClassSchema, stage, "messages[%d].role %q must be user, assistant, system or tool", i, truncate(m.Role, 20))
+		}
+		if m.Timestamp != "" {
+			if _, err := time.Parse(time.RFC3339Nano, m.Timestamp); err != nil {
+				return Errorf(ClassSchema, stage, "messages[%d].timestamp %q is not RFC 3339", i, truncate(m.Timestamp, 40))
+			}
+		}
+	}
+	return nil
+}
+
+// Decode validates a record's value against SPEC §3 and fills the defaults
+// that come from the record: the timestamp, the idempotency key
+// (topic/partition/offset) and the document id. The error, if any, is an
+// *Error naming the class for the dead-letter headers.
+func Decode(r *kgo.Record, maxBytes int) (*Decoded, error) {
+	if len(r.Value) > maxBytes {
+		return nil, Errorf(ClassOversized, stage, "event is %d bytes, limit is %d (kafka.max_event_bytes)", len(r.Value), maxBytes)
+	}
+	if !utf8.Valid(r.Value) {
+		return nil, Errorf(ClassInvalidUTF8, stage, "value is not valid UTF-8")
+	}
+	var ev Event
+	dec := json.NewDecoder(bytes.NewReader(r.Value))
+	if err := dec.Decode(&ev); err != nil {
+		return nil, Errorf(ClassInvalidJSON, stage, "%v", err)
+	}
+	if dec.More() {
+		return nil, Errorf(ClassInvalidJSON, stage, "trailing data after the JSON object")
+	}
+	if err := ev.Validate(); err != nil {
+		return nil, err
+	}
+	d := &Decoded{Event: ev}
+	d.At = r.Timestamp.UTC()
+	if ev.Timestamp != "" {
+		t, _ := time.Parse(time.RFC3339Nano, ev.Timestamp) // checked by Validate
+		d.At = t.UTC()
+	}
+	if d.At.IsZero() {
+		d.At = time.Now().UTC()
+	}
+	d.Key = ev.EventID
+	if d.Key == "" {
+		d.Key = r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "/" + strconv.FormatInt(r.Offset, 10)
+	}
+	d.DocumentID = ev.DocumentID
+	if d.DocumentID == "" {
+		d.DocumentID = ev.ConversationID
+	}
+	if d.DocumentID == "" {
+		d.DocumentID = d.Key
+	}
+	if ev.Content != "" {
+		d.Messages = []DecodedMessage{{Index: 0, Role: "user", Content: ev.Content, At: d.At}}
+		return d, nil
+	}
+	for i, m := range ev.Messages {
+		at := d.At
+		if m.Timestamp != "" {
+			t, _ := time.Parse(time.RFC3339Nano, m.Timestamp) // checked by Validate
+			at = t.UTC()
+		}
+		d.Messages = append(d.Messages, DecodedMessage{Index: i, Role: m.Role, Name: m.Name, Content: m.Content, At: at})
+	}
+	return d, nil
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, so an error message
+// quoting user input stays short and valid UTF-8.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
