@@ -11,6 +11,11 @@
 // the server runs as the unprivileged "postgres" system user (or "nobody"),
 // and the data directory is handed over to that user.
 //
+// Several processes may use one server: each Server holds a shared flock on
+// DIR.users, and Stop shuts the server down only when no other holder is
+// left (Release, for one-shot commands, also never stops a server the
+// caller found running). A process that dies drops its lock with it.
+//
 // Authentication is "trust": the server listens on 127.0.0.1 and on a unix
 // socket inside the data directory only, and is meant for one machine's
 // development and demo use. A real deployment sets database.url.

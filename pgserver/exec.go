@@ -249,25 +249,33 @@ func containsUint32(xs []uint32, x uint32) bool {
 	return false
 }
 
-// lockDir takes an exclusive lock on DIR.lock so that two processes do not
-// initdb or start the same data directory at once. The lock file sits next
-// to the data directory because initdb wants the directory itself empty.
-func lockDir(ctx context.Context, dir string) (unlock func(), err error) {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+// lockFile takes a flock (LOCK_EX or LOCK_SH) on path, waiting while
+// another holder has a conflicting one. DIR.lock serialises Start and Stop
+// across processes; it sits next to the data directory because initdb
+// wants the directory itself empty.
+func lockFile(ctx context.Context, path string, how int) (unlock func(), err error) {
+	f, err := openLocked(ctx, path, how)
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = f.Close() }, nil
+}
+
+// openLocked opens path and flocks it; closing the file drops the lock.
+// The descriptor is close-on-exec, so the server processes memstream
+// starts never inherit it.
+func openLocked(ctx context.Context, path string, how int) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("pgserver: create data dir parent: %w", err)
 	}
-	path := dir + ".lock"
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("pgserver: open lock %s: %w", path, err)
 	}
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		if err == nil {
-			return func() {
-				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-				_ = f.Close()
-			}, nil
+			return f, nil
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
 			_ = f.Close()
@@ -280,4 +288,23 @@ func lockDir(ctx context.Context, dir string) (unlock func(), err error) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// othersUse reports whether any Server holds DIR.users (the caller must
+// not hold it itself, and holds DIR.lock so that no Start joins meanwhile).
+func othersUse(dir string) (bool, error) {
+	path := dir + ".users"
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return false, fmt.Errorf("pgserver: open lock %s: %w", path, err)
+	}
+	defer f.Close()
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("pgserver: lock %s: %w", path, err)
+	}
+	return false, nil
 }

@@ -92,18 +92,28 @@ func (c Config) validate() error {
 	return nil
 }
 
-// Server is a running managed PostgreSQL server.
+// Server is one user's handle on a running managed PostgreSQL server.
+//
+// Several processes (serve, and one-shot commands beside it) may use the
+// server of one data directory at once. Each Server holds a shared lock on
+// DIR.users from Start until Stop or Release, and the server is stopped
+// only by a handle that finds no other holder: a process that exits or
+// dies drops its lock with it, so the count never goes stale.
 type Server struct {
-	cfg   Config // DataDir absolute, BinDir resolved
-	log   *slog.Logger
-	owner *osUser // nil: the server runs as the current user
-	major string
+	cfg      Config // DataDir absolute (the cluster itself), BinDir resolved
+	lockBase string // the configured data dir, absolute: DIR.lock and DIR.users
+	log      *slog.Logger
+	owner    *osUser // nil: the server runs as the current user
+	major    string
+	started  bool     // this Start ran pg_ctl start (it did not reuse a server)
+	users    *os.File // holds the shared lock on DIR.users; nil once released
 }
 
 // Start starts the server in cfg.DataDir, running initdb first if the
 // directory holds no cluster yet, and returns once the database and the
 // vector and pg_trgm extensions exist. A server already running on the data
-// directory (left by a memstream process that died) is reused.
+// directory (another memstream process's, or one left by a process that
+// died) is reused.
 //
 // Concurrent Starts on the same data directory, from any process, are
 // serialised with a lock file next to it.
@@ -135,13 +145,29 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log.With(slog.String("data_dir", dir), slog.Int("port", cfg.Port)), owner: owner, major: major}
+	s := &Server{cfg: cfg, lockBase: dir, owner: owner, major: major}
+	s.log = log.With(slog.String("data_dir", dir), slog.Int("port", cfg.Port))
 
-	unlock, err := lockDir(ctx, dir)
+	unlock, err := lockFile(ctx, dir+".lock", syscall.LOCK_EX)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	// Whether another Server holds the running cluster, checked before this
+	// one joins them.
+	inUse, err := othersUse(dir)
+	if err != nil {
+		return nil, err
+	}
+	if s.users, err = openLocked(ctx, dir+".users", syscall.LOCK_SH); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			s.releaseUse()
+		}
+	}()
 
 	if err := s.prepareDir(); err != nil {
 		return nil, err
@@ -152,22 +178,28 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if err := s.writeConf(); err != nil {
 		return nil, err
 	}
-	reused, err := s.startOrReuse(ctx)
+	reused, err := s.startOrReuse(ctx, inUse)
 	if err != nil {
 		return nil, err
 	}
+	s.started = !reused
 	if err := s.bootstrap(ctx, reused); err != nil {
-		if !reused {
+		if !reused && !inUse {
 			// Do not leave a server behind that nobody will Stop.
-			if serr := s.Stop(context.WithoutCancel(ctx)); serr != nil {
+			if serr := s.pgCtlStop(context.WithoutCancel(ctx)); serr != nil {
 				s.log.Error("stop postgres after failed start", slog.Any("error", serr))
 			}
 		}
 		return nil, err
 	}
+	ok = true
 	s.log.Info("postgres ready", slog.String("url", s.URL()), slog.Bool("reused", reused), slog.String("version", major))
 	return s, nil
 }
+
+// Started reports whether Start started the server, rather than reusing
+// one that was already running.
+func (s *Server) Started() bool { return s.started }
 
 // URL returns the connection URL of the configured database, for example
 // postgres://memstream@127.0.0.1:54329/memstream?sslmode=disable.
@@ -184,10 +216,53 @@ func (s *Server) urlFor(database string) string {
 	return u.String()
 }
 
-// Stop shuts the server down with pg_ctl's fast mode: open transactions are
-// rolled back, committed data is on disk. Stopping a server that is not
-// running is not an error.
-func (s *Server) Stop(ctx context.Context) error {
+// Stop ends this handle's use of the server and shuts the server down
+// with pg_ctl's fast mode (open transactions are rolled back, committed
+// data is on disk), unless another Server, in this process or another,
+// still uses it: then the server keeps running for them. Stopping a server
+// that is not running is not an error; neither is a second Stop.
+//
+// Long-running processes (serve, demo) use Stop: a server they reused from
+// a process that died is theirs to stop.
+func (s *Server) Stop(ctx context.Context) error { return s.stop(ctx, true) }
+
+// Release ends this handle's use of the server and stops the server only
+// if this Start started it and no other Server uses it now. One-shot
+// commands use it: a server they found running belongs to someone else.
+func (s *Server) Release(ctx context.Context) error { return s.stop(ctx, s.started) }
+
+func (s *Server) stop(ctx context.Context, mayStop bool) error {
+	unlock, err := lockFile(ctx, s.lockBase+".lock", syscall.LOCK_EX)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	s.releaseUse()
+	if !mayStop {
+		s.log.Info("leaving postgres running: this process did not start it")
+		return nil
+	}
+	inUse, err := othersUse(s.lockBase)
+	if err != nil {
+		return err
+	}
+	if inUse {
+		s.log.Info("leaving postgres running: another memstream process uses it")
+		return nil
+	}
+	return s.pgCtlStop(ctx)
+}
+
+// releaseUse drops this handle's shared lock on DIR.users.
+func (s *Server) releaseUse() {
+	if s.users != nil {
+		_ = s.users.Close()
+		s.users = nil
+	}
+}
+
+// pgCtlStop stops the server if it runs. The caller holds DIR.lock.
+func (s *Server) pgCtlStop(ctx context.Context) error {
 	pf, err := s.postmaster()
 	if err != nil {
 		return err
@@ -204,8 +279,10 @@ func (s *Server) Stop(ctx context.Context) error {
 }
 
 // startOrReuse starts the server unless one is already running on the data
-// directory; it reports whether a running server was reused.
-func (s *Server) startOrReuse(ctx context.Context) (bool, error) {
+// directory; it reports whether a running server was reused. inUse says
+// whether another Server holds the running one: it is never restarted
+// under them.
+func (s *Server) startOrReuse(ctx context.Context, inUse bool) (bool, error) {
 	pf, err := s.postmaster()
 	if err != nil {
 		return false, err
@@ -214,6 +291,10 @@ func (s *Server) startOrReuse(ctx context.Context) (bool, error) {
 		if pf.port == s.cfg.Port && pf.status != "stopping" {
 			s.log.Info("reusing running postgres", slog.Int("pid", pf.pid))
 			return true, nil
+		}
+		if inUse {
+			return false, fmt.Errorf("pgserver: data dir %s: a server another memstream process uses runs there on port %d (status %q); set database.embedded_port to %d to share it, or stop that process first",
+				s.cfg.DataDir, pf.port, pf.status, pf.port)
 		}
 		// A different port or a half-finished shutdown: restart cleanly.
 		s.log.Info("restarting running postgres", slog.Int("pid", pf.pid), slog.Int("running_port", pf.port), slog.String("status", pf.status))

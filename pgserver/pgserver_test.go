@@ -117,9 +117,14 @@ func TestLifecycle(t *testing.T) {
 	}
 	conn.Close(ctx)
 
-	// A second Start while the server runs (memstream died without Stop)
-	// reuses it instead of failing or starting another.
+	// A second Start while the server runs (another memstream process, or
+	// one that died without Stop) reuses it instead of failing or starting
+	// another; the first handle's Stop then leaves it to the second.
+	first := srv
 	srv = start(t, cfg, log)
+	if err := first.Stop(ctx); err != nil {
+		t.Fatalf("Stop of the first handle: %v", err)
+	}
 	conn = connect(t, srv.URL())
 	var startedAgain time.Time
 	if err := conn.QueryRow(ctx, "SELECT pg_postmaster_start_time()").Scan(&startedAgain); err != nil {
@@ -247,4 +252,86 @@ func deadPID(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return cmd.Process.Pid
+}
+
+// TestStopLeavesServerOthersUse: a second Start on a running server (a
+// one-shot command beside `serve`) reuses it, and neither its Release nor
+// its Stop may take the server away from the first.
+func TestStopLeavesServerOthersUse(t *testing.T) {
+	binDir := binDirOrSkip(t)
+	ctx := t.Context()
+	log := slog.New(slog.NewTextHandler(t.Output(), nil))
+	cfg := pgserver.Config{DataDir: filepath.Join(searchableTempDir(t), "pg"), Port: freePort(t), BinDir: binDir}
+
+	serve := start(t, cfg, log)
+	if !serve.Started() {
+		t.Fatal("first Start: Started() = false, want true")
+	}
+	oneShot := start(t, cfg, log)
+	if oneShot.Started() {
+		t.Fatal("second Start on a running server: Started() = true, want false (reused)")
+	}
+	if err := oneShot.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	assertUp(t, serve.URL(), "after the reusing Server's Release")
+
+	other := start(t, cfg, log)
+	if err := other.Stop(ctx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	assertUp(t, serve.URL(), "after Stop of a Server while another still uses it")
+
+	// The last user stops it.
+	if err := serve.Stop(ctx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "postmaster.pid")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("postmaster.pid after the last user's Stop: %v", err)
+	}
+
+	// A one-shot user that started the server itself stops it on Release,
+	// unless someone started using it meanwhile.
+	first := start(t, cfg, log)
+	second := start(t, cfg, log)
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertUp(t, second.URL(), "after Release by the starter while another uses it")
+	if err := second.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertUp(t, second.URL(), "after Release by a Server that did not start it")
+	last := start(t, cfg, log)
+	if err := last.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "postmaster.pid")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("postmaster.pid after the last Stop: %v", err)
+	}
+}
+
+func binDirOrSkip(t *testing.T) string {
+	t.Helper()
+	binDir, err := pgserver.FindBinDir()
+	if errors.Is(err, pgserver.ErrNotInstalled) {
+		t.Skipf("skipping: PostgreSQL server binaries are not installed (run scripts/install-deps.sh): %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return binDir
+}
+
+// assertUp fails unless the server at url answers a query.
+func assertUp(t *testing.T, url, when string) {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatalf("server down %s: %v", when, err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), "SELECT 1"); err != nil {
+		t.Fatalf("server down %s: %v", when, err)
+	}
 }

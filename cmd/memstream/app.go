@@ -114,7 +114,9 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*store
 
 // commandStore loads the configuration and opens the store for a one-shot
 // command (migrate, consolidate, export, defense rescan). The returned
-// close function closes the pool and stops a managed server it started.
+// close function closes the pool and stops a managed server it started,
+// unless another process (serve) uses that server by then; a server it
+// found running is never stopped.
 func commandStore(ctx context.Context, path string, sets overrides, stderr io.Writer) (config.Config, *slog.Logger, *store.Store, func(), error) {
 	cfg, err := loadConfig(path, sets)
 	if err != nil {
@@ -127,7 +129,10 @@ func commandStore(ctx context.Context, path string, sets overrides, stderr io.Wr
 			st.Close()
 		}
 		if pg != nil {
-			_ = pg.Stop(context.WithoutCancel(ctx))
+			// A one-shot command beside a running server reused that
+			// server: it stops only one it started, and only if nobody
+			// started using it meanwhile.
+			_ = pg.Release(context.WithoutCancel(ctx))
 		}
 	}
 	if err != nil {
