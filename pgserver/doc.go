@@ -9,7 +9,11 @@
 //
 // PostgreSQL refuses to run as root. When memstream runs as root (as CI does)
 // the server runs as the unprivileged "postgres" system user (or "nobody"),
-// and the data directory is handed over to that user.
+// and the data directory is handed over to that user. That user must be
+// able to enter every parent of the data directory; when it cannot (a clone
+// under /root, a mktemp -d), the cluster is made in a new directory under
+// Config.RelocateDir (/var/lib/memstream) and the configured path becomes a
+// symlink to it. The log says where it lives.
 //
 // Several processes may use one server: each Server holds a shared flock on
 // DIR.users, and Stop shuts the server down only when no other holder is

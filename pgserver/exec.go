@@ -308,3 +308,82 @@ func othersUse(dir string) (bool, error) {
 	}
 	return false, nil
 }
+
+// placeDataDir decides where the cluster lives. As root the server runs as
+// another user, who must be able to enter every parent of the data dir;
+// one under a private directory (a clone in /root, any mktemp -d) is made
+// in a new directory under Config.RelocateDir instead, with a symlink at
+// the configured path so that later starts, and people, find it.
+func (s *Server) placeDataDir(log *slog.Logger) error {
+	if s.owner == nil {
+		return nil
+	}
+	dir := s.cfg.DataDir
+	fi, err := os.Lstat(dir)
+	if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if target, err := filepath.EvalSymlinks(dir); err == nil && s.owner.blockedParent(target) == "" {
+			s.useDataDir(log, target)
+			s.log.Info("postgres data dir is a symlink", slog.String("configured", dir))
+			return nil
+		}
+		// Dangling, or pointing somewhere the user cannot reach: replaced.
+	}
+	blocked := s.owner.blockedParent(dir)
+	if blocked == "" {
+		return nil
+	}
+	if err == nil && fi.IsDir() {
+		entries, rerr := os.ReadDir(dir)
+		if rerr != nil {
+			return fmt.Errorf("pgserver: %w", rerr)
+		}
+		if len(entries) > 0 {
+			return fmt.Errorf("pgserver: data dir %s: the server runs as user %q (PostgreSQL refuses root), who cannot enter %s, and the directory is not empty; move it somewhere that user can enter and symlink it, or run `chmod o+x %s`",
+				dir, s.owner.name, blocked, blocked)
+		}
+	}
+	base, err := filepath.Abs(s.cfg.RelocateDir)
+	if err != nil {
+		return fmt.Errorf("pgserver: relocate dir %s: %w", s.cfg.RelocateDir, err)
+	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return fmt.Errorf("pgserver: data dir %s: user %q cannot enter %s, and creating %s failed: %w", dir, s.owner.name, blocked, base, err)
+	}
+	if b := s.owner.blockedParent(filepath.Join(base, "x")); b != "" {
+		return fmt.Errorf("pgserver: data dir %s: user %q cannot enter %s, nor %s (under which it would be relocated); run `chmod o+x %s`",
+			dir, s.owner.name, blocked, b, b)
+	}
+	target, err := os.MkdirTemp(base, "postgres-")
+	if err != nil {
+		return fmt.Errorf("pgserver: relocate data dir: %w", err)
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("pgserver: replace %s with a symlink: %w", dir, err)
+	}
+	if err := os.Symlink(target, dir); err != nil {
+		return fmt.Errorf("pgserver: symlink %s to %s: %w", dir, target, err)
+	}
+	s.useDataDir(log, target)
+	s.log.Warn("postgres data dir relocated: the server user cannot enter the configured one",
+		slog.String("configured", dir), slog.String("user", s.owner.name), slog.String("blocked_at", blocked))
+	return nil
+}
+
+func (s *Server) useDataDir(log *slog.Logger, dir string) {
+	s.cfg.DataDir = dir
+	s.log = log.With(slog.String("data_dir", dir), slog.Int("port", s.cfg.Port))
+}
+
+// blockedParent returns the first parent of path the user cannot enter,
+// or "" when it can reach path.
+func (u *osUser) blockedParent(path string) string {
+	for p := filepath.Dir(path); ; p = filepath.Dir(p) {
+		pfi, err := os.Stat(p)
+		if err == nil && !u.canSearch(pfi) {
+			return p
+		}
+		if p == filepath.Dir(p) {
+			return ""
+		}
+	}
+}

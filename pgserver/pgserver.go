@@ -25,6 +25,9 @@ const (
 	DefaultPort     = 54329
 	DefaultUser     = "memstream"
 	DefaultDatabase = "memstream"
+	// DefaultRelocateDir is where a cluster goes, as root, when the server
+	// user cannot enter the configured data dir's parents.
+	DefaultRelocateDir = "/var/lib/memstream"
 )
 
 // ErrNotInstalled means the PostgreSQL server binaries (postgres, initdb,
@@ -58,6 +61,12 @@ type Config struct {
 	User string
 	// Database is created if missing. Default "memstream".
 	Database string
+	// RelocateDir holds clusters whose configured data dir the server user
+	// cannot reach (memstream runs as root, the server as user postgres,
+	// and a parent such as /root or a mktemp -d is 0700). The cluster is
+	// made in a new directory under it and the configured path becomes a
+	// symlink to that. Default "/var/lib/memstream".
+	RelocateDir string
 }
 
 // WithDefaults returns c with empty fields set to their defaults.
@@ -73,6 +82,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Database == "" {
 		c.Database = DefaultDatabase
+	}
+	if c.RelocateDir == "" {
+		c.RelocateDir = DefaultRelocateDir
 	}
 	return c
 }
@@ -169,6 +181,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		}
 	}()
 
+	if err := s.placeDataDir(log); err != nil {
+		return nil, err
+	}
 	if err := s.prepareDir(); err != nil {
 		return nil, err
 	}
@@ -200,6 +215,11 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 // Started reports whether Start started the server, rather than reusing
 // one that was already running.
 func (s *Server) Started() bool { return s.started }
+
+// DataDir is the directory the cluster lives in: the configured one, or,
+// when it was relocated for the server user (Config.RelocateDir), the
+// directory its symlink points to.
+func (s *Server) DataDir() string { return s.cfg.DataDir }
 
 // URL returns the connection URL of the configured database, for example
 // postgres://memstream@127.0.0.1:54329/memstream?sslmode=disable.

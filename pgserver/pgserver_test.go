@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,11 +24,11 @@ import (
 func TestConfigWithDefaults(t *testing.T) {
 	t.Parallel()
 	got := pgserver.Config{}.WithDefaults()
-	want := pgserver.Config{DataDir: ".memstream/postgres", Port: 54329, User: "memstream", Database: "memstream"}
+	want := pgserver.Config{DataDir: ".memstream/postgres", Port: 54329, User: "memstream", Database: "memstream", RelocateDir: "/var/lib/memstream"}
 	if got != want {
 		t.Fatalf("WithDefaults() = %+v, want %+v", got, want)
 	}
-	kept := pgserver.Config{DataDir: "/x", Port: 1, BinDir: "/b", User: "u", Database: "d"}
+	kept := pgserver.Config{DataDir: "/x", Port: 1, BinDir: "/b", User: "u", Database: "d", RelocateDir: "/r"}
 	if got := kept.WithDefaults(); got != kept {
 		t.Fatalf("WithDefaults() changed set fields: %+v", got)
 	}
@@ -311,6 +313,57 @@ func TestStopLeavesServerOthersUse(t *testing.T) {
 	}
 }
 
+// TestStartAsRootFromPrivateDir: as root the server runs as user
+// postgres, who cannot enter a 0700 directory of root's (a mktemp -d, a
+// clone under /root). The cluster then lives where that user can enter,
+// with a symlink at the configured path, and survives a restart.
+func TestStartAsRootFromPrivateDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: only root runs the server as another user")
+	}
+	binDir := binDirOrSkip(t)
+	ctx := t.Context()
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(t.Output(), &syncWriter{w: &logs}), nil))
+	private := t.TempDir()
+	if err := os.Chmod(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	relocate := filepath.Join(searchableTempDir(t), "clusters")
+	configured := filepath.Join(private, "clone", ".memstream", "postgres")
+	cfg := pgserver.Config{DataDir: configured, Port: freePort(t), BinDir: binDir, RelocateDir: relocate}
+
+	srv := start(t, cfg, log)
+	conn := connect(t, srv.URL())
+	mustExec(t, conn,
+		"CREATE TABLE items (id bigint PRIMARY KEY)",
+		"INSERT INTO items VALUES (1), (2), (3)")
+	conn.Close(ctx)
+
+	real := srv.DataDir()
+	if !strings.HasPrefix(real, relocate+string(filepath.Separator)) {
+		t.Fatalf("DataDir() = %s, want a directory under %s", real, relocate)
+	}
+	if target, err := os.Readlink(configured); err != nil || target != real {
+		t.Fatalf("configured data dir %s: readlink = %q, %v; want a symlink to %s", configured, target, err, real)
+	}
+	if _, err := os.Stat(filepath.Join(configured, "PG_VERSION")); err != nil {
+		t.Fatalf("cluster not reachable through the configured path: %v", err)
+	}
+	if !strings.Contains(logs.String(), real) {
+		t.Fatalf("the log does not say where the cluster lives (%s):\n%s", real, logs.String())
+	}
+	if err := srv.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	srv = start(t, cfg, log)
+	if srv.DataDir() != real {
+		t.Fatalf("after restart DataDir() = %s, want %s", srv.DataDir(), real)
+	}
+	assertItems(t, srv.URL())
+}
+
 func binDirOrSkip(t *testing.T) string {
 	t.Helper()
 	binDir, err := pgserver.FindBinDir()
@@ -334,4 +387,15 @@ func assertUp(t *testing.T, url, when string) {
 	if _, err := conn.Exec(t.Context(), "SELECT 1"); err != nil {
 		t.Fatalf("server down %s: %v", when, err)
 	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -85,3 +85,39 @@ func freeTCPPort(t *testing.T) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// TestEmbeddedPostgresAsRootFromPrivateDir: `make demo` or `serve` as root
+// from a directory user postgres cannot enter (a clone under /root, a
+// mktemp -d). The managed server must start, and the log say where its
+// cluster lives.
+func TestEmbeddedPostgresAsRootFromPrivateDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: only root runs the managed server as another user")
+	}
+	if _, err := pgserver.FindBinDir(); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	private := t.TempDir()
+	if err := os.Chmod(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(private, "clone", ".memstream")
+	t.Cleanup(func() {
+		// The cluster lives outside the test's directories.
+		if target, err := os.Readlink(filepath.Join(dataDir, "postgres")); err == nil {
+			_ = os.RemoveAll(target)
+		}
+	})
+	sets := []string{"--set", "data_dir=" + dataDir, "--set", "database.embedded_port=" + strconv.Itoa(freeTCPPort(t))}
+	var out, errOut bytes.Buffer
+	if err := cmdMigrate(t.Context(), sets, &out, &errOut); err != nil {
+		t.Fatalf("migrate as root with data_dir under a 0700 directory: %v\n%s", err, errOut.String())
+	}
+	target, err := os.Readlink(filepath.Join(dataDir, "postgres"))
+	if err != nil {
+		t.Fatalf("data_dir/postgres is not a symlink to the relocated cluster: %v", err)
+	}
+	if !bytes.Contains(errOut.Bytes(), []byte(target)) {
+		t.Fatalf("the log does not say where the cluster lives (%s):\n%s", target, errOut.String())
+	}
+}
