@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/memstream/memstream/internal/bench/samples"
 )
 
 // fastMatch runs a pattern's hand-written or derived matcher, if any.
@@ -41,8 +43,8 @@ func agree(t *testing.T, p *Pattern, in string) {
 }
 
 func fastInputs(r *rand.Rand, p Pattern) []string {
-	smp, _ := sampleFor(r, p.Label)
-	body := smp.pre + smp.secret + smp.post
+	smp, _ := samples.For(r, p.Label)
+	body := smp.Pre + smp.Secret + smp.Post
 	ins := []string{body, body + "x", body + "_", body + "-", body + "\n", body + "谢谢"}
 	for _, cut := range []int{1, 2, 5, len(body) / 2, len(body) - 1} {
 		if cut > 0 && cut < len(body) {

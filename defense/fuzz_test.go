@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/memstream/memstream/internal/bench/samples"
 )
 
 // checkSpans asserts the Scan contract every consumer relies on: findings
@@ -47,9 +49,9 @@ func splitsRune(text string, i int) bool {
 func FuzzScan(f *testing.F) {
 	r := rand.New(rand.NewPCG(7, 7))
 	for _, p := range Patterns() {
-		smp, _ := sampleFor(r, p.Label)
-		f.Add(smp.text())
-		f.Add("我的key是" + smp.text() + "谢谢")
+		smp, _ := samples.For(r, p.Label)
+		f.Add(smp.Text())
+		f.Add("我的key是" + smp.Text() + "谢谢")
 	}
 	for _, s := range []string{"", "sk-", "-----BEGIN PRIVATE KEY-----", "password=", "4111 1111 1111 1111 1111 1111",
 		"DE89 3704", "eyJ.eyJ.", "\xff\xfesk-ant-\x80", "postgres://:@", "GB82WEST1234569876543\xe4"} {
@@ -77,7 +79,7 @@ func FuzzScan(f *testing.F) {
 func TestScanDenseSpans(t *testing.T) {
 	t.Parallel()
 	s := newTestScanner(t, ScannerConfig{EnableEmail: true, EnablePhone: true})
-	text, planted := genCorpus(rand.New(rand.NewPCG(3, 4)), 1<<18, true)
+	text, planted := corpus(rand.New(rand.NewPCG(3, 4)), 1<<18, true)
 	fs := s.Scan(text)
 	checkSpans(t, text, fs)
 	got := map[[2]int]string{}
@@ -86,14 +88,14 @@ func TestScanDenseSpans(t *testing.T) {
 	}
 	var missed []string
 	for _, p := range planted {
-		if got[[2]int{p.start, p.end}] != p.label {
-			missed = append(missed, p.label)
+		if got[[2]int{p.Start, p.End}] != p.Label {
+			missed = append(missed, p.Label)
 		}
 	}
 	if len(missed) > 0 {
 		t.Fatalf("%d of %d planted secrets missed: %v", len(missed), len(planted), missed[:min(10, len(missed))])
 	}
-	if clean, _ := genCorpus(rand.New(rand.NewPCG(5, 6)), 1<<18, false); len(s.Scan(clean)) != 0 {
+	if clean, _ := corpus(rand.New(rand.NewPCG(5, 6)), 1<<18, false); len(s.Scan(clean)) != 0 {
 		for _, f := range s.Scan(clean)[:1] {
 			t.Fatalf("false positive in clean corpus: %s %q", f.Label, clean[max(0, f.Start-40):min(len(clean), f.End+40)])
 		}
@@ -105,7 +107,7 @@ func TestScanDenseSpans(t *testing.T) {
 func TestScanConcurrent(t *testing.T) {
 	t.Parallel()
 	s := newTestScanner(t, ScannerConfig{})
-	text, planted := genCorpus(rand.New(rand.NewPCG(8, 9)), 1<<15, true)
+	text, planted := corpus(rand.New(rand.NewPCG(8, 9)), 1<<15, true)
 	want := len(s.Scan(text))
 	if want < len(planted) {
 		t.Fatalf("found %d findings for %d planted", want, len(planted))

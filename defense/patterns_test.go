@@ -1,9 +1,12 @@
 package defense
 
 import (
+	"encoding/base64"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/memstream/memstream/internal/bench/samples"
 )
 
 func newTestScanner(t testing.TB, cfg ScannerConfig) *Scanner {
@@ -84,20 +87,20 @@ func TestEveryPatternHasPositive(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, p := range s.Patterns() {
 		for round := 0; round < 20; round++ {
-			smp, ok := sampleFor(r, p.Label)
+			smp, ok := samples.For(r, p.Label)
 			if !ok {
 				t.Fatalf("%s: no positive example generator", p.Label)
 			}
 			for _, c := range contexts {
-				if c.notForJSON && (strings.ContainsAny(smp.text(), "\"\n") || smp.pre != "") {
+				if c.notForJSON && (strings.ContainsAny(smp.Text(), "\"\n") || smp.Pre != "") {
 					continue
 				}
-				if c.name == "fence" && smp.pre != "" {
+				if c.name == "fence" && smp.Pre != "" {
 					continue // the fence adds its own assignment
 				}
-				text := c.before + smp.text() + c.after
-				wantStart := len(c.before) + len(smp.pre)
-				wantEnd := wantStart + len(smp.secret)
+				text := c.before + smp.Text() + c.after
+				wantStart := len(c.before) + len(smp.Pre)
+				wantEnd := wantStart + len(smp.Secret)
 				got := s.Scan(text)
 				found := false
 				for _, f := range got {
@@ -184,7 +187,7 @@ func TestScanPositives(t *testing.T) {
 			[]string{"private_key_block"}, ""},
 		{"mysql password", "mysql://root:" + rep("pA55", 3) + "@127.0.0.1/db", []string{"mysql_url_password"}, rep("pA55", 3)},
 		{"api_key in yaml", "openai:\n  api_key: \"" + rep("q1W2e3R4", 3) + "\"\n", []string{"secret_assignment"}, rep("q1W2e3R4", 3)},
-		{"bearer jwt", "Authorization: Bearer " + b64j(`{"alg":"RS256","kid":"k1"}`) + "." + b64j(`{"sub":"42"}`) + "." + rep("sIg_nAt-uRe", 4),
+		{"bearer jwt", "Authorization: Bearer " + base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"RS256","kid":"k1"}`)) + "." + base64.RawURLEncoding.EncodeToString([]byte(`{"sub":"42"}`)) + "." + rep("sIg_nAt-uRe", 4),
 			[]string{"jwt"}, ""},
 	})
 }

@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"time"
 
-	"github.com/memstream/memstream/defense"
+	"github.com/memstream/memstream/internal/bench"
 )
 
 // benchDefense runs `memstream bench defense`: scanner throughput on clean
@@ -39,21 +38,9 @@ func benchDefense(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *dur <= 0 {
 		return fmt.Errorf("bench defense: --min-duration must be positive, got %s", *dur)
 	}
-	res, err := defense.RunBench(ctx, defense.BenchConfig{SizeBytes: *sizeMB << 20, MinDuration: *dur, Seed: *seed})
+	res, err := bench.RunDefense(ctx, bench.DefenseConfig{SizeBytes: *sizeMB << 20, MinDuration: *dur, Seed: *seed})
 	if err != nil {
 		return err
 	}
-	line, err := json.Marshal(res)
-	if err != nil {
-		return fmt.Errorf("bench defense: %w", err)
-	}
-	fmt.Fprintln(stdout, string(line))
-	fmt.Fprintf(stderr, "defense scanner, %d patterns, GOMAXPROCS=%d, %s\n", res.Patterns, res.GOMAXPROCS, res.GoVersion)
-	fmt.Fprintf(stderr, "  clean text   %8.1f MB/s  (%.2fx of strings.Contains at %.1f MB/s), %d findings in %d bytes\n",
-		res.CleanMBs, res.RatioCleanToContains, res.BaselineContainsMBs, res.CleanFindings, res.CleanBytes)
-	fmt.Fprintf(stderr, "  secret-dense %8.1f MB/s  (%.2fx of strings.Contains), found %d of %d planted secrets (recall %.3f)\n",
-		res.DenseMBs, res.RatioDenseToContains, res.DenseFound, res.DensePlanted, res.DenseRecall)
-	fmt.Fprintf(stderr, "  an unvalidated 13-19 digit card regex flags %d spans in the clean text; Luhn-validated scanning flags %d findings in total\n",
-		res.NaiveCardCleanHits, res.CleanFindings)
-	return nil
+	return res.Report(stdout, stderr)
 }

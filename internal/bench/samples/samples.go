@@ -1,4 +1,6 @@
-package defense
+// Package samples generates synthetic secrets and chat text for the defense
+// benchmark (internal/bench) and the defense tests.
+package samples
 
 import (
 	"encoding/base64"
@@ -8,7 +10,7 @@ import (
 	"strings"
 )
 
-// Synthetic secrets for the benchmark and the tests. They are generated at
+// Synthetic secrets for the defense benchmark and the defense tests. They are generated at
 // run time from a seeded PRNG, so the repository holds no literal
 // credential-shaped strings for push-protection scanners to trip over, and
 // every pattern gets a fresh, pattern-valid example on each run.
@@ -24,13 +26,14 @@ const (
 	csBech32 = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
 )
 
-// sample is a secret embedded in the minimal context its pattern needs;
-// the finding is expected to cover exactly secret.
-type sample struct {
-	pre, secret, post string
+// Sample is a secret embedded in the minimal context its pattern needs;
+// the finding is expected to cover exactly Secret.
+type Sample struct {
+	Pre, Secret, Post string
 }
 
-func (s sample) text() string { return s.pre + s.secret + s.post }
+// Text is the sample as it appears in a message.
+func (s Sample) Text() string { return s.Pre + s.Secret + s.Post }
 
 type gen struct{ r *rand.Rand }
 
@@ -79,7 +82,7 @@ func (g gen) uuid() string {
 func (g gen) card() string {
 	d := "4" + g.str(csDigit, 14)
 	for c := '0'; c <= '9'; c++ {
-		if Luhn(d + string(c)) {
+		if luhn(d + string(c)) {
 			d += string(c)
 			break
 		}
@@ -123,12 +126,12 @@ func (g gen) pem(kind string, lines int, end bool) string {
 
 func b64j(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 
-// sampleFor returns a positive example for label, or false if the label
-// has no generator (the tests fail on that, so no pattern can be dead).
-func sampleFor(r *rand.Rand, label string) (sample, bool) {
+// For returns a positive example for label, or false if the label has no
+// generator (the defense tests fail on that, so no pattern can be dead).
+func For(r *rand.Rand, label string) (Sample, bool) {
 	g := gen{r}
-	t := func(s string) (sample, bool) { return sample{secret: s}, true }
-	c := func(pre, s, post string) (sample, bool) { return sample{pre, s, post}, true }
+	t := func(s string) (Sample, bool) { return Sample{Secret: s}, true }
+	c := func(pre, s, post string) (Sample, bool) { return Sample{pre, s, post}, true }
 	switch label {
 	case "anthropic_api_key":
 		return t("sk-ant-api03-" + g.str(csB64URL, 93) + "AA")
@@ -339,5 +342,106 @@ func sampleFor(r *rand.Rand, label string) (sample, bool) {
 	case "phone":
 		return t("+1 415 " + strconv.Itoa(200+g.r.IntN(700)) + " " + g.digits(4))
 	}
-	return sample{}, false
+	return Sample{}, false
+}
+
+// Planted records where Corpus put a secret and what it should be
+// labelled.
+type Planted struct {
+	Label      string
+	Start, End int
+}
+
+// cleanLines are ordinary chat turns, including the near misses a naive
+// scanner flags: commit SHAs, UUIDs, base64 images, "task-1234",
+// "skeleton", token counts, URLs without credentials, decimals and dates.
+var cleanLines = []string{
+	"user: Can you summarize the meeting notes from Tuesday and list the action items?",
+	"assistant: Sure. The team agreed to ship the recall API by 2024-06-14 and to review PR #4821 on Friday at 10:30.",
+	"user: The commit %SHA% fixed the flaky test in the consumer package.",
+	"assistant: Request %UUID% took 231 ms; p99 latency is 412 ms over 10,000 requests.",
+	"user: Remember that I prefer green tea over coffee, and my daughter's birthday is in March.",
+	"assistant: The task-1234 ticket says the skeleton loader should ask for a token budget of 4096 tokens.",
+	"user: Use max_tokens: 1024 and temperature 0.2 for the summarizer; the tokenizer is cl100k_base.",
+	"assistant: Order 10023-88 costs $1,299.99 and ships in 3-5 business days.",
+	"user: See https://docs.memstream.dev/guide?section=3#recall for details on the API.",
+	"user: ![chart](data:image/png;base64,%B64%)",
+	"assistant: The password field on the login form should show a strength meter.",
+	"user: I moved to Berlin last year and now work as a data engineer at a logistics startup.",
+	"assistant: Set the secret name in the Helm chart, not the secret itself.",
+	"assistant: ```go\nfunc add(a, b int) int {\n\treturn a + b\n}\n```",
+	"user: Version 1.22.3 of the client fixed the rebalance bug; upgrade from 1.21.0.",
+	"assistant: The desk-top app and the ask-me-anything session moved to room 4B.",
+	"user: Our Postgres runs at postgres://db.internal:5432/app with IAM auth, no static password.",
+	"user: 我们明天下午三点在会议室讨论新的推荐系统架构。",
+	"assistant: 请把上周的销售数据整理成表格，按地区汇总。",
+	"user: 我喜欢周末去爬山，最近去了黄山，风景非常漂亮。",
+	"assistant: 这个接口的延迟是 120 毫秒，需要优化到 50 毫秒以内。",
+	"user: 用户反馈说登录页面的密码提示不够清楚，请在 v2.3 里修复。",
+	"assistant: The order number 4111 1111 1111 1112 failed the checksum, so it is not a card.",
+}
+
+// plantWrappers put a secret where chat users paste them: after prose, glued
+// to CJK, in inline code, on its own line.
+var plantWrappers = [][2]string{
+	{"user: here it is ", " thanks"},
+	{"user: 我的key是", "谢谢"},
+	{"user: try `", "` please"},
+	{"user: config below\n", "\nend of config"},
+}
+
+// Corpus builds about size bytes of chat text. With dense set, every clean
+// line is followed by a line with a pattern-valid fake secret, cycling
+// through labels (the defense scanner's default-on ones, as a rule).
+func Corpus(r *rand.Rand, size int, dense bool, labels []string) (string, []Planted) {
+	g := gen{r}
+	var b strings.Builder
+	b.Grow(size + 4096)
+	var out []Planted
+	for i := 0; b.Len() < size; i++ {
+		line := cleanLines[r.IntN(len(cleanLines))]
+		line = strings.ReplaceAll(line, "%SHA%", g.str(csHex, 40))
+		line = strings.ReplaceAll(line, "%UUID%", g.uuid())
+		line = strings.ReplaceAll(line, "%B64%", g.str(csB64, 200))
+		b.WriteString(line)
+		b.WriteByte('\n')
+		if !dense {
+			continue
+		}
+		label := labels[i%len(labels)]
+		smp, _ := For(r, label)
+		w := plantWrappers[r.IntN(len(plantWrappers))]
+		b.WriteString(w[0])
+		b.WriteString(smp.Pre)
+		start := b.Len()
+		b.WriteString(smp.Secret)
+		out = append(out, Planted{Label: label, Start: start, End: b.Len()})
+		b.WriteString(smp.Post)
+		b.WriteString(w[1])
+		b.WriteByte('\n')
+	}
+	return b.String(), out
+}
+
+// The byte classes and the Luhn check are written again here rather than
+// taken from package defense: the defense tests import this package, and a
+// generator that shared the checker's code would share its bugs.
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+func isUpper(c byte) bool { return c >= 'A' && c <= 'Z' }
+func isLower(c byte) bool { return c >= 'a' && c <= 'z' }
+func isAlnum(c byte) bool { return isDigit(c) || isUpper(c) || isLower(c) }
+
+// luhn reports whether a string of digits passes the Luhn checksum.
+func luhn(digits string) bool {
+	sum := 0
+	for i := range len(digits) {
+		d := int(digits[len(digits)-1-i] - '0')
+		if i%2 == 1 {
+			if d *= 2; d > 9 {
+				d -= 9
+			}
+		}
+		sum += d
+	}
+	return sum%10 == 0
 }
