@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 	"unicode"
 
 	"github.com/dlclark/regexp2"
@@ -174,18 +173,19 @@ func TestCL100KTricky(t *testing.T) {
 	}
 }
 
-// benchFactTexts are the synthetic bench corpus's facts: English and
-// Chinese, with names, codes, dates and flight numbers.
-func benchFactTexts(n int) []string {
-	cfg := BenchBankConfig{BankID: "cl100k-test", Facts: n, Queries: 1, Seed: 7,
-		Now: time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)}
-	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
-	facts := benchFacts(cfg, benchPeople(cfg.BankID, cfg.Facts, rng), rng)
-	out := make([]string, len(facts))
-	for i, f := range facts {
-		out[i] = f.text
-	}
-	return out
+// factTexts are realistic fact texts: English and Chinese, with names,
+// codes, dates and flight numbers.
+var factTexts = []string{
+	"Maria Lopez works as a nurse at Umbrella Health",
+	"James Smith moved to Lisbon last March for a new job",
+	"Order B-0421-QX for a standing desk was shipped to Aisha Khan",
+	"The user went to the climbing gym with Kenji",
+	"Sofia Rossi flew to Osaka on flight NH213 to visit family",
+	"Priya's birthday party is planned at the botanical garden",
+	"Noah Becker is allergic to peanuts and carries medication",
+	"张伟搬到深圳工作了",
+	"李娜在杭州开了一家咖啡店",
+	"王芳周末喜欢去书店",
 }
 
 // cl100kAlphabet is what the random strings are made of: every kind of
@@ -212,7 +212,7 @@ func randomCL100KText(rng *rand.Rand) string {
 
 func TestCL100KDifferential(t *testing.T) {
 	r := newCL100KRef(t)
-	texts := append(benchFactTexts(2000), cl100kTricky...)
+	texts := append(slices.Clone(factTexts), cl100kTricky...)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 20000 {
 		texts = append(texts, randomCL100KText(rng))
@@ -278,7 +278,7 @@ func FuzzCL100KCount(f *testing.F) {
 
 // benchSentences are realistic fact texts, mostly English, some Chinese.
 func benchSentences() []string {
-	return append(benchFactTexts(500),
+	return append(slices.Clone(factTexts),
 		"The user's daughter starts school in September 2025 (grade 3) and is allergic to peanuts.",
 		"张伟搬到深圳工作了，他说那边的天气很热。",
 		"Maria Lopez recommended the ramen shop near the station in Osaka; she goes there every Friday.",

@@ -1,8 +1,11 @@
-package recall
+package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"runtime"
 	"slices"
 	"sync"
@@ -11,17 +14,115 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
+
+	"github.com/memstream/memstream/embed"
+	"github.com/memstream/memstream/recall"
+	"github.com/memstream/memstream/store"
 )
+
+// RecallConfig is what `memstream bench recall` runs: for each bank size in
+// Facts, a fresh schema loaded with a synthetic bank, then recall timed at
+// each concurrency against a raw HNSW query on the same table (SPEC §7).
+type RecallConfig struct {
+	Facts       []int  // bank sizes
+	Queries     int    // timed recall queries per configuration
+	Concurrency []int  // concurrent clients
+	DatabaseURL string // empty: a managed server in a temporary directory
+	Dim         int    // embedding dimension of the offline embedder
+	Seed        uint64 // corpus seed: the same seed gives the same bank
+	Warmup      int    // untimed queries before each timed pass
+	Keep        bool   // keep the schemas (and the temporary server)
+	Reuse       bool   // reuse banks a Keep run left instead of loading again
+}
+
+// bankNow is the query timestamp of the synthetic banks: fixed, so that
+// "last Saturday" means the same days in every run.
+var bankNow = time.Date(2025, 6, 11, 12, 0, 0, 0, time.UTC)
+
+// RunRecall runs the recall benchmark: one JSON line per configuration to
+// stdout, progress to stderr.
+func RunRecall(ctx context.Context, cfg RecallConfig, stdout, stderr io.Writer) error {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	progress := func(msg string) { fmt.Fprintf(stderr, "%s bench recall: %s\n", time.Now().Format("15:04:05"), msg) }
+
+	base, release, err := benchBase(ctx, cfg.DatabaseURL, "memstream-bench-recall-", cfg.Keep, log, progress)
+	if err != nil {
+		return err
+	}
+	defer release()
+	emb, err := embed.NewLocal(cfg.Dim)
+	if err != nil {
+		return err
+	}
+	maxConc := 1
+	for _, c := range cfg.Concurrency {
+		maxConc = max(maxConc, c)
+	}
+	for _, n := range cfg.Facts {
+		if err := recallSize(ctx, cfg, base, n, maxConc, emb, log, progress, stdout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recallSize loads one bank size in a schema of its own and runs every
+// concurrency on it.
+func recallSize(ctx context.Context, cfg RecallConfig, base string, facts, maxConc int, emb *embed.Local, log *slog.Logger, progress func(string), stdout io.Writer) error {
+	schema := fmt.Sprintf("bench_recall_%d", facts)
+	su, err := openSchemaURL(ctx, base, schema, cfg.Reuse)
+	if err != nil {
+		return err
+	}
+	if !cfg.Keep {
+		defer func() { _ = dropSchema(context.WithoutCancel(ctx), base, schema) }()
+	}
+	// A recall holds up to four connections (one per arm).
+	st, err := store.Open(ctx, store.Config{URL: su, Dim: cfg.Dim, MaxConns: 4*maxConc + 4}, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	bank, err := LoadBank(ctx, st.Pool(), emb, BankConfig{
+		BankID: fmt.Sprintf("bench-%d", facts), Facts: facts, Queries: cfg.Queries, Seed: cfg.Seed, Now: bankNow, Reuse: cfg.Reuse}, progress)
+	if err != nil {
+		return err
+	}
+	progress(fmt.Sprintf("loaded %d facts, %d entities, %d links in %s", bank.Facts, bank.Entities, bank.Links, time.Since(t0).Round(time.Second)))
+	r, err := recall.New(st.Pool(), emb, recall.Config{}, log)
+	if err != nil {
+		return err
+	}
+	for _, c := range cfg.Concurrency {
+		progress(fmt.Sprintf("%d facts: %d queries at concurrency %d", facts, cfg.Queries, c))
+		res, err := runRecall(ctx, r, st.Pool(), emb, bank, c, cfg.Warmup)
+		if err != nil {
+			return err
+		}
+		line, err := json.Marshal(res)
+		if err != nil {
+			return fmt.Errorf("bench recall: %w", err)
+		}
+		fmt.Fprintln(stdout, string(line))
+		progress(fmt.Sprintf("%d facts, c=%d: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, %.0f QPS; raw HNSW p50 %.2f ms; ratio %.1fx",
+			facts, c, res.P50MS, res.P95MS, res.P99MS, res.QPS, res.RawHNSWP50MS, res.RatioP50))
+	}
+	return nil
+}
 
 // qRawHNSW is the baseline of `memstream bench recall` (SPEC §7): the one
 // index probe a plain vector store would make, with the server's default
 // hnsw settings.
 const qRawHNSW = `SELECT id FROM memory_units WHERE bank_id = $1 ORDER BY embedding <=> $2 LIMIT 10`
 
-// BenchResult is one configuration of `memstream bench recall`: recall
+// RecallResult is one configuration of `memstream bench recall`: recall
 // latency at a concurrency, against the raw HNSW query measured on the
 // same table, with the same queries, at the same concurrency.
-type BenchResult struct {
+type RecallResult struct {
 	Bench       string  `json:"bench"`
 	Facts       int     `json:"facts"`
 	Entities    int     `json:"entities"`
@@ -56,13 +157,13 @@ type BenchResult struct {
 	GOMAXPROCS int     `json:"gomaxprocs"`
 }
 
-// RunBench asks bank's queries through r at the given concurrency, then
+// runRecall asks bank's queries through r at the given concurrency, then
 // runs the raw HNSW baseline with the same queries' embeddings at the same
 // concurrency. The first warmup queries of each pass are not timed, so
 // both measure a warm cache.
-func RunBench(ctx context.Context, r *Recaller, pool *pgxpool.Pool, emb Embedder, bank *BenchBank, concurrency, warmup int) (BenchResult, error) {
-	res := BenchResult{Bench: "recall", Facts: bank.Facts, Entities: bank.Entities, Links: bank.Links,
-		Concurrency: concurrency, Queries: len(bank.Queries), Budget: BudgetMid, Arms: "semantic,keyword,graph,temporal",
+func runRecall(ctx context.Context, r *recall.Recaller, pool *pgxpool.Pool, emb recall.Embedder, bank *Bank, concurrency, warmup int) (RecallResult, error) {
+	res := RecallResult{Bench: "recall", Facts: bank.Facts, Entities: bank.Entities, Links: bank.Links,
+		Concurrency: concurrency, Queries: len(bank.Queries), Budget: recall.BudgetMid, Arms: "semantic,keyword,graph,temporal",
 		GOMAXPROCS: runtime.GOMAXPROCS(0), ArmP50MS: map[string]float64{}}
 	if concurrency < 1 {
 		return res, fmt.Errorf("bench recall: concurrency must be positive, got %d", concurrency)

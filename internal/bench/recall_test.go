@@ -1,4 +1,4 @@
-package recall
+package bench
 
 import (
 	"context"
@@ -10,18 +10,19 @@ import (
 
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/internal/pgtest"
+	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/store"
 )
 
-// TestBenchBank loads a small synthetic bank and runs the bench on it: the
+// TestRecallBank loads a small synthetic bank and runs the bench on it: the
 // loader must leave every index rebuilt and the graph walkable, and the
 // queries must reach every arm.
-func TestBenchBank(t *testing.T) {
+func TestRecallBank(t *testing.T) {
 	t.Parallel()
 	url, _ := pgtest.Schema(t)
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(ctx, store.Config{URL: url, Dim: testDim, MaxConns: 12}, log)
+	st, err := store.Open(ctx, store.Config{URL: url, Dim: 384, MaxConns: 12}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,11 +34,11 @@ func TestBenchBank(t *testing.T) {
 	if err := st.Pool().QueryRow(ctx, `SELECT array_agg(indexname ORDER BY indexname) FROM pg_indexes WHERE schemaname = current_schema()`).Scan(&before); err != nil {
 		t.Fatal(err)
 	}
-	emb, err := embed.NewLocal(testDim)
+	emb, err := embed.NewLocal(384)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bank, err := LoadBenchBank(ctx, st.Pool(), emb, BenchBankConfig{BankID: "bench", Facts: 1500, Queries: 60, Seed: 7, Now: queryTime}, nil)
+	bank, err := LoadBank(ctx, st.Pool(), emb, BankConfig{BankID: "bench", Facts: 1500, Queries: 60, Seed: 7, Now: bankNow}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestBenchBank(t *testing.T) {
 		t.Fatalf("%d queries, want 60", len(bank.Queries))
 	}
 
-	r, err := New(st.Pool(), emb, Config{}, log)
+	r, err := recall.New(st.Pool(), emb, recall.Config{}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestBenchBank(t *testing.T) {
 			found[a.Arm] += len(a.Candidates)
 		}
 	}
-	for _, a := range allArms {
+	for _, a := range []string{recall.ArmSemantic, recall.ArmKeyword, recall.ArmGraph, recall.ArmTemporal} {
 		if found[a] == 0 {
 			t.Errorf("arm %s found nothing over the bench queries", a)
 		}
@@ -90,7 +91,7 @@ func TestBenchBank(t *testing.T) {
 			continue
 		}
 		code := strings.TrimSuffix(strings.Fields(q.Query)[4], "?")
-		resp, err := r.Recall(ctx, Request{BankID: "bench", Query: q.Query, QueryTime: queryTime, Arms: []string{ArmKeyword}})
+		resp, err := r.Recall(ctx, recall.Request{BankID: "bench", Query: q.Query, QueryTime: bankNow, Arms: []string{recall.ArmKeyword}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +101,7 @@ func TestBenchBank(t *testing.T) {
 		break
 	}
 
-	res, err := RunBench(ctx, r, st.Pool(), emb, bank, 2, 5)
+	res, err := runRecall(ctx, r, st.Pool(), emb, bank, 2, 5)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package recall
+package bench
 
 import (
 	"context"
@@ -13,12 +13,14 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/memstream/memstream/lexical"
+	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/resolve"
 	"github.com/memstream/memstream/store"
 )
 
-// BenchBankConfig describes a synthetic bank for `memstream bench recall`.
-type BenchBankConfig struct {
+// BankConfig describes a synthetic bank for `memstream bench recall` and
+// `bench reflect`.
+type BankConfig struct {
 	// BankID names the bank; it must not exist yet.
 	BankID string
 	// Facts is how many facts to load.
@@ -36,13 +38,13 @@ type BenchBankConfig struct {
 	Reuse bool
 }
 
-// BenchBank is a loaded synthetic bank and the queries to ask it.
-type BenchBank struct {
+// Bank is a loaded synthetic bank and the queries to ask it.
+type Bank struct {
 	BankID   string
 	Facts    int
 	Entities int
 	Links    int
-	Queries  []Request
+	Queries  []recall.Request
 }
 
 // Word lists of the synthetic corpus. The facts are what an assistant
@@ -105,7 +107,7 @@ type benchFact struct {
 	code      string
 }
 
-// LoadBenchBank generates a synthetic bank, loads it with COPY and returns
+// LoadBank generates a synthetic bank, loads it with COPY and returns
 // the queries to ask. The embedder is the one the Recaller will use, so
 // the semantic arm sees vectors of the same model. Secondary indexes of the
 // loaded tables are dropped for the load and rebuilt from their own
@@ -113,7 +115,7 @@ type benchFact struct {
 // grown row by row), then the tables are vacuumed and analysed so the
 // planner sees the real sizes. Use a schema of its own: other banks' writes would stall
 // behind the rebuild.
-func LoadBenchBank(ctx context.Context, pool *pgxpool.Pool, emb Embedder, cfg BenchBankConfig, progress func(string)) (*BenchBank, error) {
+func LoadBank(ctx context.Context, pool *pgxpool.Pool, emb recall.Embedder, cfg BankConfig, progress func(string)) (*Bank, error) {
 	if cfg.Facts < 1 || cfg.Queries < 1 || cfg.BankID == "" {
 		return nil, fmt.Errorf("bench bank: need a bank id, facts and queries, got %q, %d, %d", cfg.BankID, cfg.Facts, cfg.Queries)
 	}
@@ -158,7 +160,7 @@ func LoadBenchBank(ctx context.Context, pool *pgxpool.Pool, emb Embedder, cfg Be
 			if err != nil {
 				return nil, err
 			}
-			return &BenchBank{BankID: cfg.BankID, Facts: len(facts), Entities: len(people), Links: links,
+			return &Bank{BankID: cfg.BankID, Facts: len(facts), Entities: len(people), Links: links,
 				Queries: benchQueries(cfg, people, facts, rng)}, nil
 		}
 	}
@@ -184,7 +186,7 @@ func LoadBenchBank(ctx context.Context, pool *pgxpool.Pool, emb Embedder, cfg Be
 			return nil, fmt.Errorf("bench bank: vacuum %s: %w", t, err)
 		}
 	}
-	return &BenchBank{BankID: cfg.BankID, Facts: len(facts), Entities: len(people), Links: nLinks,
+	return &Bank{BankID: cfg.BankID, Facts: len(facts), Entities: len(people), Links: nLinks,
 		Queries: benchQueries(cfg, people, facts, rng)}, nil
 }
 
@@ -231,7 +233,7 @@ func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
 
 // benchFacts writes the facts in mention order. People are drawn with a
 // skew (a few people fill much of a user's memory) from the persons only.
-func benchFacts(cfg BenchBankConfig, people []benchPerson, rng *rand.Rand) []benchFact {
+func benchFacts(cfg BankConfig, people []benchPerson, rng *rand.Rand) []benchFact {
 	nPersons := 0
 	byName := make(map[string]int, len(people))
 	for i, p := range people {
@@ -442,7 +444,7 @@ func dropSecondaryIndexes(ctx context.Context, conn *pgx.Conn) ([]string, error)
 // benchQueries mixes the questions an agent asks: about a named person
 // (graph, keyword), a paraphrase of a hobby or job (semantic), an order
 // code (keyword), and a period, in English and Chinese (temporal).
-func benchQueries(cfg BenchBankConfig, people []benchPerson, facts []benchFact, rng *rand.Rand) []Request {
+func benchQueries(cfg BankConfig, people []benchPerson, facts []benchFact, rng *rand.Rand) []recall.Request {
 	var persons, cn []benchPerson
 	for _, p := range people {
 		if p.kind == "person" && p.facts > 0 {
@@ -459,7 +461,7 @@ func benchQueries(cfg BenchBankConfig, people []benchPerson, facts []benchFact, 
 			codes = append(codes, f.code)
 		}
 	}
-	out := make([]Request, 0, cfg.Queries)
+	out := make([]recall.Request, 0, cfg.Queries)
 	for len(out) < cfg.Queries {
 		var q string
 		p := pick(rng, persons)
@@ -493,7 +495,7 @@ func benchQueries(cfg BenchBankConfig, people []benchPerson, facts []benchFact, 
 		default:
 			q = fmt.Sprintf("Any travel plans for %s to %s?", p.first, pick(rng, benchCities))
 		}
-		out = append(out, Request{BankID: cfg.BankID, Query: q, QueryTime: cfg.Now})
+		out = append(out, recall.Request{BankID: cfg.BankID, Query: q, QueryTime: cfg.Now})
 	}
 	return out
 }
