@@ -18,7 +18,7 @@ import (
 	"github.com/memstream/memstream/consolidate"
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/internal/pgtest"
-	"github.com/memstream/memstream/lexical"
+	"github.com/memstream/memstream/text"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/store"
 )
@@ -81,7 +81,7 @@ func (e *env) persist(bank string, facts ...fact) []uuid.UUID {
 		id := store.DeriveID(bank, key, "f0")
 		ids = append(ids, id)
 		evs = append(evs, store.EventRecord{BankID: bank, EventKey: key, DocumentID: "doc-" + key, Tags: f.tags,
-			Facts: []store.FactRow{{ID: id, FactType: "world", Text: f.text, Embedding: vec[0], SearchAux: lexical.Aux(f.text, nil),
+			Facts: []store.FactRow{{ID: id, FactType: "world", Text: f.text, Embedding: vec[0], SearchAux: text.Aux(f.text, nil),
 				MentionedAt: f.at, Tags: f.tags, IdemKey: key}}})
 	}
 	if _, err := e.st.PersistBatch(context.Background(), evs); err != nil {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/memstream/memstream/lexical"
+	"github.com/memstream/memstream/text"
 )
 
 // OfflineConfig tunes the offline rules.
@@ -206,9 +206,9 @@ var cueWords = map[string]bool{"longer": true, "anymore": true, "more": true, "s
 
 // contentTerms are a text's informative words (crudely stemmed) and CJK
 // bigrams.
-func contentTerms(text string) map[string]bool {
+func contentTerms(s string) map[string]bool {
 	out := map[string]bool{}
-	for _, t := range lexical.QueryTerms(text) {
+	for _, t := range text.QueryTerms(s) {
 		if cueWords[t] {
 			continue
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
-	"github.com/memstream/memstream/lexical"
+	"github.com/memstream/memstream/text"
 	"github.com/memstream/memstream/store"
 )
 
@@ -518,7 +518,7 @@ func (w *Worker) consolidate(ctx context.Context, bankID string, group []store.P
 			}
 			f.Embedding = vecs[0]
 		}
-		q := store.CandidateQuery{BankID: bankID, Tags: f.Tags, Embedding: f.Embedding, Terms: lexical.QueryTerms(f.Text),
+		q := store.CandidateQuery{BankID: bankID, Tags: f.Tags, Embedding: f.Embedding, Terms: text.QueryTerms(f.Text),
 			EntityIDs: f.EntityIDs, Limit: w.cfg.Candidates}
 		if s, ok := parseSlot(f.Text); ok {
 			q.Slot = s.key()
@@ -638,7 +638,7 @@ func (w *Worker) edits(ctx context.Context, bankID string, batch []FactCandidate
 		ordinal[first]++
 		ev, names, ents := evidence(c.SourceFactIDs, 1)
 		out = append(out, store.ObsEdit{Kind: store.EditCreate, ObservationID: store.DeriveID(parts...), Text: c.Text,
-			Embedding: vecOf(c.Text, c.SourceFactIDs), SearchAux: lexical.Aux(c.Text, names), Metadata: c.Metadata,
+			Embedding: vecOf(c.Text, c.SourceFactIDs), SearchAux: text.Aux(c.Text, names), Metadata: c.Metadata,
 			Tags: facts[first].Tags, EntityIDs: ents, Reason: c.Reason, Evidence: ev})
 	}
 	for _, u := range d.Updates {
@@ -651,7 +651,7 @@ func (w *Worker) edits(ctx context.Context, bankID string, batch []FactCandidate
 				meta = cand.Metadata
 			}
 			e.Kind, e.Text, e.Embedding, e.SearchAux, e.Metadata = store.EditUpdate, u.Text, vecOf(u.Text, u.SourceFactIDs),
-				lexical.Aux(u.Text, names), meta
+				text.Aux(u.Text, names), meta
 		}
 		out = append(out, e)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/memstream/memstream/event"
-	"github.com/memstream/memstream/lexical"
+	"github.com/memstream/memstream/text"
 	"github.com/memstream/memstream/store"
 )
 
@@ -147,7 +147,7 @@ func (p *Pipeline) buildRecords(batch []*item) ([]store.EventRecord, []*event.Er
 				}
 				rec.Facts = append(rec.Facts, store.FactRow{
 					ID: factIDs[fi], FactType: f.FactType, Text: f.Text, Context: f.Context,
-					Embedding: it.embs[ci][fi], SearchAux: lexical.Aux(f.Text, names),
+					Embedding: it.embs[ci][fi], SearchAux: text.Aux(f.Text, names),
 					OccurredStart: f.OccurredStart, OccurredEnd: f.OccurredEnd, MentionedAt: f.MentionedAt,
 					Tags: tags, Metadata: meta, ChunkID: chunkID, MessageIndex: f.MessageIndex,
 					IdemKey: IdemKey(ev.Key, f.MessageIndex, ci, fi), EntityIDs: dedupeIDs(entIDs),

@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/memstream/memstream/lexical"
 	"github.com/memstream/memstream/resolve"
+	"github.com/memstream/memstream/text"
 )
 
 // Seed weights. A name the query spells out (any alias key of the entity)
@@ -223,7 +223,7 @@ func queryNames(query string) []nameCandidate {
 	}
 	for _, r := range query {
 		switch {
-		case lexical.IsCJK(r):
+		case text.IsCJK(r):
 			flushWord()
 			flushWords()
 			cjk = append(cjk, r)
@@ -249,7 +249,7 @@ func queryNames(query string) []nameCandidate {
 func weak(w string) bool {
 	lw := strings.ToLower(strings.Trim(w, "'-."))
 	lw = strings.TrimSuffix(lw, "'s")
-	return len(lw) < 2 || lexical.IsStopword(lw)
+	return len(lw) < 2 || text.IsStopword(lw)
 }
 
 // graph runs the entity/link arm.
@@ -459,7 +459,7 @@ func (r *Recaller) nearestFacts(ctx context.Context, q *query, d time.Duration) 
 
 func hasCJKRune(s string) bool {
 	for _, r := range s {
-		if lexical.IsCJK(r) {
+		if text.IsCJK(r) {
 			return true
 		}
 	}
@@ -476,7 +476,7 @@ func hasCJKRune(s string) bool {
 func nicknameKeys(name string) []string {
 	rs := []rune(name)
 	var out []string
-	if len(rs) == 2 && lexical.IsCJK(rs[0]) && lexical.IsCJK(rs[1]) {
+	if len(rs) == 2 && text.IsCJK(rs[0]) && text.IsCJK(rs[1]) {
 		if !slices.ContainsFunc(resolve.Keys(name), func(k string) bool { return strings.HasPrefix(k, "surname:") }) {
 			return nil
 		}
@@ -505,7 +505,7 @@ func nicknameKeys(name string) []string {
 // for (阿洋, 洋洋, 洋姐, 洋哥 → 洋).
 func nicknameGiven(name string) (string, bool) {
 	rs := []rune(name)
-	if len(rs) != 2 || !lexical.IsCJK(rs[0]) || !lexical.IsCJK(rs[1]) {
+	if len(rs) != 2 || !text.IsCJK(rs[0]) || !text.IsCJK(rs[1]) {
 		return "", false
 	}
 	switch {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/memstream/memstream/lexical"
+	"github.com/memstream/memstream/text"
 )
 
 // maxKeywordTerms bounds the OR query: a pasted paragraph should not turn
@@ -110,12 +110,12 @@ func matchTerms(terms []string, dfs []int64, budget int64) ([]string, string) {
 }
 
 // keywordTerms are the query's informative words and CJK bigrams
-// (lexical.QueryTerms), plus code-like tokens kept whole ("A-7731-QX",
+// (text.QueryTerms), plus code-like tokens kept whole ("A-7731-QX",
 // "v2.3.1"), because splitting them loses the very thing that makes them
 // rare. Terms are reduced to letters, digits and inner - . / so nothing
 // else reaches the database.
 func keywordTerms(query string) []string {
-	terms := lexical.QueryTerms(query)
+	terms := text.QueryTerms(query)
 	seen := map[string]bool{}
 	for _, t := range terms {
 		seen[t] = true

@@ -19,9 +19,9 @@ import (
 
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/internal/pgtest"
-	"github.com/memstream/memstream/lexical"
 	"github.com/memstream/memstream/resolve"
 	"github.com/memstream/memstream/store"
+	"github.com/memstream/memstream/text"
 	"github.com/memstream/memstream/timeparse"
 )
 
@@ -106,7 +106,7 @@ func newFixture(t testing.TB, facts []fact) *fixture {
 			ID: id, FactType: f.typ, Text: f.text, Embedding: vecs[i],
 			// Only the text's own CJK bigrams: the graph fixture must be
 			// found through the alias table, not the keyword arm.
-			SearchAux:     lexical.Aux(f.text, nil),
+			SearchAux:     text.Aux(f.text, nil),
 			OccurredStart: f.occurred, MentionedAt: f.mentioned, Tags: f.tags, Metadata: f.meta,
 			IdemKey: f.key,
 		}

@@ -4,13 +4,11 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-
-	"github.com/memstream/memstream/lexical"
 )
 
 const (
 	// slotTermWeight scales the IDF of a term the keyword arm adds for a
-	// slot the query asks about (lexical.Slot.Terms): "moved" is evidence
+	// slot the query asks about (slot.Terms): "moved" is evidence
 	// for "where do I live", but weaker than a word the user typed.
 	slotTermWeight = 0.5
 	// slotBoost multiplies the final score of a result that states the
@@ -21,7 +19,7 @@ const (
 )
 
 // querySlots are the slots of q that recall acts on.
-func querySlots(q *query) []*lexical.Slot { return lexical.QuerySlots(q.Query) }
+func querySlots(q *query) []*slot { return slotsOf(q.Query) }
 
 // firstPerson reports a query about the asker ("my", "I", "we").
 func firstPerson(q string) bool {
@@ -74,7 +72,7 @@ func preferSlotValues(hs []hydrated, q *query) bool {
 		for _, i := range pos {
 			hs[i].Scores.Final *= slotBoost
 		}
-		if len(q.windows) > 0 || !lexical.AsksCurrent(q.Query) || len(pos) < 2 {
+		if len(q.windows) > 0 || !asksCurrent(q.Query) || len(pos) < 2 {
 			continue
 		}
 		vals := make([]hydrated, len(pos))

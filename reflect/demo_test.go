@@ -16,7 +16,7 @@ import (
 
 	"github.com/memstream/memstream/chunk"
 	"github.com/memstream/memstream/extract"
-	"github.com/memstream/memstream/lexical"
+	"github.com/memstream/memstream/text"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/resolve"
 	"github.com/memstream/memstream/store"
@@ -64,10 +64,10 @@ func TestOfflineOnDemoData(t *testing.T) {
 			continue
 		}
 		in := extract.Input{Context: ev.Context, Tags: ev.Tags}
-		var text []string
+		var lines []string
 		for i, m := range ev.Messages {
 			in.Parts = append(in.Parts, chunk.Part{MessageIndex: i, Role: m.Role, Name: m.Name, Timestamp: m.Timestamp, Text: m.Content})
-			text = append(text, m.Name+": "+m.Content)
+			lines = append(lines, m.Name+": "+m.Content)
 		}
 		facts, err := ex.Extract(ctx, []extract.Input{in})
 		if err != nil {
@@ -75,7 +75,7 @@ func TestOfflineOnDemoData(t *testing.T) {
 		}
 		chunkID := store.DeriveID("alice", ev.EventID, "chunk", "0")
 		rec := store.EventRecord{BankID: "alice", EventKey: ev.EventID, DocumentID: ev.DocumentID, Context: ev.Context, Tags: ev.Tags,
-			Chunks: []store.ChunkRow{{ID: chunkID, Text: strings.Join(text, "\n"), StartedAt: ev.Messages[0].Timestamp}}}
+			Chunks: []store.ChunkRow{{ID: chunkID, Text: strings.Join(lines, "\n"), StartedAt: ev.Messages[0].Timestamp}}}
 		ents := map[string]uuid.UUID{}
 		for i, fc := range facts[0] {
 			vs, err := emb.Embed(ctx, []string{fc.Text})
@@ -99,7 +99,7 @@ func TestOfflineOnDemoData(t *testing.T) {
 			}
 			key := fmt.Sprintf("%s#%d", ev.EventID, i)
 			rec.Facts = append(rec.Facts, store.FactRow{ID: store.DeriveID("alice", key), FactType: fc.FactType, Text: fc.Text,
-				Context: fc.Context, Embedding: vs[0], SearchAux: lexical.Aux(fc.Text, names), OccurredStart: fc.OccurredStart,
+				Context: fc.Context, Embedding: vs[0], SearchAux: text.Aux(fc.Text, names), OccurredStart: fc.OccurredStart,
 				OccurredEnd: fc.OccurredEnd, MentionedAt: fc.MentionedAt, Tags: fc.Tags, ChunkID: chunkID, MessageIndex: fc.MessageIndex,
 				IdemKey: key, EntityIDs: eids})
 		}

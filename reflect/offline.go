@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/memstream/memstream/lexical"
+	"github.com/memstream/memstream/text"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -163,11 +163,11 @@ func (s *session) extractive() Response {
 	return Response{Text: text, BasedOn: s.basedOn("", ids), Extractive: true}
 }
 
-// terms are the informative words of s (lexical.QueryTerms: no stop words,
+// terms are the informative words of s (text.QueryTerms: no stop words,
 // CJK bigrams).
 func terms(s string) map[string]bool {
 	out := map[string]bool{}
-	for _, t := range lexical.QueryTerms(s) {
+	for _, t := range text.QueryTerms(s) {
 		out[t] = true
 	}
 	return out

@@ -14,7 +14,7 @@ import (
 
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/internal/pgtest"
-	"github.com/memstream/memstream/lexical"
+	"github.com/memstream/memstream/text"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/resolve"
 	"github.com/memstream/memstream/store"
@@ -80,7 +80,7 @@ func newPGFixture(t *testing.T, facts []pgFact) *pgFixture {
 		evs = append(evs, store.EventRecord{BankID: "alice", EventKey: "ev-" + f.key, DocumentID: "doc-" + f.key,
 			Chunks:   []store.ChunkRow{{ID: chunk, Text: "Alice: " + f.text, Speaker: "Alice", StartedAt: f.at}},
 			Entities: []store.EntityRow{er},
-			Facts: []store.FactRow{{ID: id, FactType: f.typ, Text: f.text, Embedding: vs[0], SearchAux: lexical.Aux(f.text, []string{"Alice"}),
+			Facts: []store.FactRow{{ID: id, FactType: f.typ, Text: f.text, Embedding: vs[0], SearchAux: text.Aux(f.text, []string{"Alice"}),
 				MentionedAt: f.at, ChunkID: chunk, IdemKey: f.key, EntityIDs: []uuid.UUID{eid}}},
 		})
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/memstream/memstream/defense"
-	"github.com/memstream/memstream/lexical"
+	"github.com/memstream/memstream/text"
 )
 
 // Rescan applies a bank's current defense policy to what is already
@@ -116,7 +116,7 @@ const (
 
 	// qRescanUnitNames gives each unit the canonical names and aliases of
 	// its entities, which search_aux carries next to the CJK bigrams (the
-	// same inputs the pipeline passes to lexical.Aux).
+	// same inputs the pipeline passes to text.Aux).
 	qRescanUnitNames = `SELECT ue.unit_id, e.canonical_name,
 			ARRAY(SELECT DISTINCT a.alias FROM entity_aliases a
 				WHERE a.entity_id = e.id AND a.alias <> e.canonical_name ORDER BY a.alias)
@@ -598,7 +598,7 @@ func (s *Store) rescanUnitDerived(ctx context.Context, emb TextEmbedder, changes
 			return nil, nil, fmt.Errorf("embedder returned dimension %d, store has %d", len(vs[i]), s.dim)
 		}
 		vecs[k] = vs[i]
-		aux[k] = lexical.Aux(texts[i], names[k])
+		aux[k] = text.Aux(texts[i], names[k])
 	}
 	return vecs, aux, nil
 }
@@ -674,7 +674,7 @@ func rebuildAux(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) (int, error) {
 	}
 	uids, auxes := make([]uuid.UUID, len(units)), make([]string, len(units))
 	for i, u := range units {
-		uids[i], auxes[i] = u.ID, lexical.Aux(u.Text, names[u.ID.String()])
+		uids[i], auxes[i] = u.ID, text.Aux(u.Text, names[u.ID.String()])
 	}
 	tag, err := tx.Exec(ctx, qRescanSetAux, uids, auxes)
 	if err != nil {

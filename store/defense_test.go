@@ -13,7 +13,7 @@ import (
 	"github.com/memstream/memstream/defense"
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/internal/pgtest"
-	"github.com/memstream/memstream/lexical"
+	"github.com/memstream/memstream/text"
 	"github.com/memstream/memstream/store"
 )
 
@@ -97,9 +97,9 @@ func newRescanFixture(t *testing.T) *rescanFixture {
 	ent := store.DeriveID(fx.bank, "entity", "person", "alice")
 	fx.keyFact, fx.ctxFact = store.DeriveID(fx.bank, "e1#f0"), store.DeriveID(fx.bank, "e1#f1")
 	fx.pemFact, fx.cleanFact = store.DeriveID(fx.bank, "e1#f2"), store.DeriveID(fx.bank, "e1#f3")
-	fact := func(id store.UUID, idem, text, context string, v []float32) store.FactRow {
-		return store.FactRow{ID: id, FactType: "world", Text: text, Context: context, Embedding: v,
-			SearchAux: lexical.Aux(text, []string{"Alice"}), MentionedAt: at, IdemKey: idem, EntityIDs: []store.UUID{ent}}
+	fact := func(id store.UUID, idem, body, context string, v []float32) store.FactRow {
+		return store.FactRow{ID: id, FactType: "world", Text: body, Context: context, Embedding: v,
+			SearchAux: text.Aux(body, []string{"Alice"}), MentionedAt: at, IdemKey: idem, EntityIDs: []store.UUID{ent}}
 	}
 	// The offline extractor takes a pasted key id for a name (it is
 	// capitalised), so a bank stored without redaction has an entity, an
@@ -107,7 +107,7 @@ func newRescanFixture(t *testing.T) *rescanFixture {
 	keyEnt := store.DeriveID(fx.bank, "entity", "other", fx.aws)
 	ctxFact := fact(fx.ctxFact, "e1#f1", "Alice uses the AWS console", "key id "+fx.aws, vecs[1])
 	ctxFact.EntityIDs = append(ctxFact.EntityIDs, keyEnt)
-	ctxFact.SearchAux = lexical.Aux(ctxFact.Text, []string{"Alice", "Ali", "key " + fx.openai, fx.aws})
+	ctxFact.SearchAux = text.Aux(ctxFact.Text, []string{"Alice", "Ali", "key " + fx.openai, fx.aws})
 	ctxFact.Tags = []string{"ops", "key:" + fx.aws}
 	ctxFact.Metadata = map[string]string{"speaker": "Alice", "pasted": "the id is " + fx.aws}
 	ev := store.EventRecord{
@@ -325,18 +325,18 @@ func TestRescanDefenseRedactsInvalidatesAndReembeds(t *testing.T) {
 		}
 	}
 
-	text, _, keyEmbAfter, keyAux, state, _ := fx.unit(t, fx.keyFact)
-	if strings.Contains(text, fx.openai) || !strings.Contains(text, defense.RedactionMarker("openai_project_key")) || state != "valid" {
-		t.Errorf("key fact: %q state %s", text, state)
+	keyText, _, keyEmbAfter, keyAux, state, _ := fx.unit(t, fx.keyFact)
+	if strings.Contains(keyText, fx.openai) || !strings.Contains(keyText, defense.RedactionMarker("openai_project_key")) || state != "valid" {
+		t.Errorf("key fact: %q state %s", keyText, state)
 	}
 	if keyEmbAfter == keyEmbBefore {
 		t.Error("key fact embedding not recomputed")
 	}
-	want, _ := fx.emb.Embed(ctx, []string{text})
+	want, _ := fx.emb.Embed(ctx, []string{keyText})
 	if got := fx.vec(t, fx.keyFact); !closeVec(got, want[0]) {
 		t.Error("key fact embedding is not the embedding of its redacted text")
 	}
-	if keyAux != lexical.Aux(text, []string{"Alice", "Ali"}) {
+	if keyAux != text.Aux(keyText, []string{"Alice", "Ali"}) {
 		t.Errorf("search_aux %q not rebuilt from redacted text and entity names", keyAux)
 	}
 	// Context, tags and metadata change, the text does not: those fields
@@ -347,7 +347,7 @@ func TestRescanDefenseRedactsInvalidatesAndReembeds(t *testing.T) {
 	if ctxCtx != "key id "+marker || ctxEmbAfter != ctxEmbBefore {
 		t.Errorf("context-only fact: context redacted %v, embedding kept %v", ctxCtx == "key id "+marker, ctxEmbAfter == ctxEmbBefore)
 	}
-	if ctxAuxAfter == ctxAuxBefore || ctxAuxAfter != lexical.Aux(ctxText, []string{"Alice", "Ali"}) {
+	if ctxAuxAfter == ctxAuxBefore || ctxAuxAfter != text.Aux(ctxText, []string{"Alice", "Ali"}) {
 		t.Errorf("search_aux of a fact linked to a removed entity was not rebuilt")
 	}
 	var ents, aliases int

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 
-	"github.com/memstream/memstream/lexical"
+	"github.com/memstream/memstream/text"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/resolve"
 	"github.com/memstream/memstream/store"
@@ -350,7 +350,7 @@ func copyBench(ctx context.Context, conn *pgx.Conn, bank string, people []benchP
 			tags = []string{}
 		}
 		units = append(units, []any{f.id, bank, f.typ, f.text, "chat with the user", pgvector.NewHalfVector(vecs[i]),
-			lexical.Aux(f.text, names), os, nil, f.mentioned, tags, map[string]string{}, "bench-doc-" + fmt.Sprint(i/20),
+			text.Aux(f.text, names), os, nil, f.mentioned, tags, map[string]string{}, "bench-doc-" + fmt.Sprint(i/20),
 			"bench-" + fmt.Sprint(i), fmt.Sprint(i)})
 		for k, e := range f.ents {
 			ues = append(ues, []any{f.id, people[e].id})

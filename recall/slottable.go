@@ -1,17 +1,19 @@
-package lexical
+package recall
 
 import (
 	"strings"
 	"unicode"
+
+	"github.com/memstream/memstream/text"
 )
 
-// Slot is a personal attribute that holds one value at a time and changes
+// slot is a personal attribute that holds one value at a time and changes
 // over the years: where someone lives, who employs them, how they commute.
 // A question about it ("Where do I live at the moment?") rarely shares
 // words with the sentence that changed it ("We finally moved into the new
 // place in Fremont."), so neither full-text search nor an embedding that
 // knows no synonyms connects them; the slot does.
-type Slot struct {
+type slot struct {
 	// Name identifies the attribute (residence, employer, …).
 	Name string
 	// cues are query words that ask about the attribute.
@@ -26,7 +28,7 @@ type Slot struct {
 // slots lists the attributes memstream recognises. Each is a common,
 // changing fact about a person; cues are matched as whole query words,
 // phrases as whole-word sequences of a fact's text.
-var slots = []*Slot{
+var slots = []*slot{
 	{Name: "residence",
 		cues:    []string{"live", "living", "home", "neighborhood", "neighbourhood", "reside", "address", "flat", "apartment"},
 		phrases: []string{"live in", "living in", "moved into", "moved to", "move to", "moving day", "settled in", "new place", "new apartment", "new flat", "new house", "our flat", "our apartment", "relocated"}},
@@ -64,7 +66,7 @@ func init() {
 		seen := map[string]bool{}
 		for _, p := range s.phrases {
 			for _, w := range strings.Fields(p) {
-				if !stopwords[w] && len(w) > 2 && !seen[w] {
+				if !text.IsStopword(w) && len(w) > 2 && !seen[w] {
 					seen[w] = true
 					s.terms = append(s.terms, w)
 				}
@@ -75,11 +77,11 @@ func init() {
 
 // Terms are the informative words with which facts state the slot's
 // value: extra keyword-search terms for a query that asks about it.
-func (s *Slot) Terms() []string { return s.terms }
+func (s *slot) Terms() []string { return s.terms }
 
 // Matches reports whether text states or changes the slot's value: it
 // holds one of the slot's phrases as whole words.
-func (s *Slot) Matches(text string) bool {
+func (s *slot) Matches(text string) bool {
 	norm := " " + strings.Join(words(text), " ") + " "
 	for _, p := range s.phrases {
 		if strings.Contains(norm, " "+p+" ") {
@@ -89,13 +91,13 @@ func (s *Slot) Matches(text string) bool {
 	return false
 }
 
-// QuerySlots returns the slots a query asks about, in table order.
-func QuerySlots(q string) []*Slot {
+// slotsOf returns the slots a query asks about, in table order.
+func slotsOf(q string) []*slot {
 	ws := map[string]bool{}
 	for _, w := range words(q) {
 		ws[w] = true
 	}
-	var out []*Slot
+	var out []*slot
 	for _, s := range slots {
 		for _, c := range s.cues {
 			if ws[c] {
@@ -111,8 +113,8 @@ func QuerySlots(q string) []*Slot {
 // do I live now?"), as opposed to its history.
 var currentCues = []string{"now", "currently", "current", "nowadays", "these days", "at the moment", "right now", "at present", "latest", "still", "anymore", "today"}
 
-// AsksCurrent reports whether a query asks for the present value.
-func AsksCurrent(q string) bool {
+// asksCurrent reports whether a query asks for the present value.
+func asksCurrent(q string) bool {
 	norm := " " + strings.Join(words(q), " ") + " "
 	for _, c := range currentCues {
 		if strings.Contains(norm, " "+c+" ") {

@@ -1,11 +1,11 @@
-package lexical
+package recall
 
 import (
 	"slices"
 	"testing"
 )
 
-func slotNames(ss []*Slot) []string {
+func slotNames(ss []*slot) []string {
 	var out []string
 	for _, s := range ss {
 		out = append(out, s.Name)
@@ -13,7 +13,7 @@ func slotNames(ss []*Slot) []string {
 	return out
 }
 
-func TestQuerySlots(t *testing.T) {
+func TestSlotsOf(t *testing.T) {
 	for _, c := range []struct {
 		q    string
 		want []string
@@ -26,14 +26,14 @@ func TestQuerySlots(t *testing.T) {
 		{"What did you recommend for my flight?", nil},
 		{"Homework tips?", nil}, // whole words only
 	} {
-		if got := slotNames(QuerySlots(c.q)); !slices.Equal(got, c.want) {
-			t.Errorf("QuerySlots(%q) = %v, want %v", c.q, got, c.want)
+		if got := slotNames(slotsOf(c.q)); !slices.Equal(got, c.want) {
+			t.Errorf("slotsOf(%q) = %v, want %v", c.q, got, c.want)
 		}
 	}
 }
 
 func TestSlotMatches(t *testing.T) {
-	res := QuerySlots("where do I live")[0]
+	res := slotsOf("where do I live")[0]
 	for _, c := range []struct {
 		text string
 		want bool
@@ -62,8 +62,8 @@ func TestAsksCurrent(t *testing.T) {
 		"Which places have I lived in?":          false,
 		"Did I know him?":                        false, // "now" inside a word
 	} {
-		if got := AsksCurrent(q); got != want {
-			t.Errorf("AsksCurrent(%q) = %v, want %v", q, got, want)
+		if got := asksCurrent(q); got != want {
+			t.Errorf("asksCurrent(%q) = %v, want %v", q, got, want)
 		}
 	}
 }
