@@ -171,24 +171,6 @@ const (
 			ORDER BY ue2.mentioned_at DESC LIMIT 5) o
 		WHERE ue.unit_id = ANY($1::uuid[])
 		ON CONFLICT DO NOTHING`
-	// Temporal links to the nearest facts of other conversations within
-	// 24 hours: the nearest two before and after come from two short index
-	// scans, instead of sorting everything said that day.
-	qTemporalLinks = `INSERT INTO memory_links (bank_id, from_id, to_id, link_type, weight)
-		SELECT u.bank_id, u.id, o.id, 'temporal', (1 - abs(extract(epoch FROM o.mentioned_at - u.mentioned_at)) / 86400.0)::real
-		FROM unnest($1::uuid[]) AS n(id)
-		JOIN memory_units u ON u.id = n.id
-		CROSS JOIN LATERAL (
-			(SELECT m.id, m.mentioned_at FROM memory_units m
-			 WHERE m.bank_id = u.bank_id AND m.mentioned_at BETWEEN u.mentioned_at - interval '24 hours' AND u.mentioned_at
-			   AND m.id <> u.id AND m.fact_type <> 'observation' AND m.document_id IS DISTINCT FROM u.document_id
-			 ORDER BY m.mentioned_at DESC LIMIT 2)
-			UNION ALL
-			(SELECT m.id, m.mentioned_at FROM memory_units m
-			 WHERE m.bank_id = u.bank_id AND m.mentioned_at > u.mentioned_at AND m.mentioned_at <= u.mentioned_at + interval '24 hours'
-			   AND m.id <> u.id AND m.fact_type <> 'observation' AND m.document_id IS DISTINCT FROM u.document_id
-			 ORDER BY m.mentioned_at LIMIT 2)) o
-		ON CONFLICT DO NOTHING`
 	// Semantic links to the nearest facts (cosine similarity ≥ 0.7) through
 	// the HNSW index. One index probe per fact costs more than the rest of
 	// persistence together, so it runs in the background (LinkSemantic), not
@@ -259,12 +241,18 @@ func (s *Store) PersistBatch(ctx context.Context, evs []EventRecord) (PersistRes
 		if err := countMentions(ctx, tx, collectEntities(fresh)); err != nil {
 			return err
 		}
+		// Before the batch's facts are in memory_units, so that finding
+		// their stored neighbours never reads the batch itself.
+		temporal, err := temporalLinks(ctx, tx, fresh)
+		if err != nil {
+			return err
+		}
 		ids, err := insertUnits(ctx, tx, fresh)
 		if err != nil {
 			return err
 		}
 		res.Facts = len(ids)
-		if err := insertUnitLinks(ctx, tx, fresh, ids); err != nil {
+		if err := insertUnitLinks(ctx, tx, fresh, ids, temporal); err != nil {
 			return err
 		}
 		if err := insertAudit(ctx, tx, fresh); err != nil {
@@ -516,12 +504,10 @@ func insertUnits(ctx context.Context, tx pgx.Tx, evs []*EventRecord) ([]uuid.UUI
 	return ids, nil
 }
 
-func insertUnitLinks(ctx context.Context, tx pgx.Tx, evs []*EventRecord, ids []uuid.UUID) error {
+func insertUnitLinks(ctx context.Context, tx pgx.Tx, evs []*EventRecord, ids []uuid.UUID, temporal linkArrays) error {
 	var ueUnit, ueEnt []uuid.UUID
 	var ueAt []time.Time
-	var lBank, lType []string
-	var lFrom, lTo []uuid.UUID
-	var lW []float32
+	var explicit linkArrays
 	for _, e := range evs {
 		for _, f := range e.Facts {
 			for _, en := range f.EntityIDs {
@@ -529,7 +515,7 @@ func insertUnitLinks(ctx context.Context, tx pgx.Tx, evs []*EventRecord, ids []u
 			}
 		}
 		for _, l := range e.Links {
-			lBank, lFrom, lTo, lType, lW = append(lBank, e.BankID), append(lFrom, l.From), append(lTo, l.To), append(lType, l.Type), append(lW, l.Weight)
+			explicit.add(e.BankID, l.From, l.To, l.Type, l.Weight)
 		}
 	}
 	if len(ueUnit) > 0 {
@@ -537,18 +523,13 @@ func insertUnitLinks(ctx context.Context, tx pgx.Tx, evs []*EventRecord, ids []u
 			return fmt.Errorf("unit entities: %w", err)
 		}
 	}
-	if len(lFrom) > 0 {
-		if _, err := tx.Exec(ctx, qInsertLinks, lBank, lFrom, lTo, lType, lW); err != nil {
-			return fmt.Errorf("links: %w", err)
-		}
+	if err := explicit.insert(ctx, tx, "links"); err != nil {
+		return err
 	}
 	if _, err := tx.Exec(ctx, qEntityLinks, ids); err != nil {
 		return fmt.Errorf("entity links: %w", err)
 	}
-	if _, err := tx.Exec(ctx, qTemporalLinks, ids); err != nil {
-		return fmt.Errorf("temporal links: %w", err)
-	}
-	return nil
+	return temporal.insert(ctx, tx, "temporal links")
 }
 
 func insertAudit(ctx context.Context, tx pgx.Tx, evs []*EventRecord) error {
