@@ -139,6 +139,13 @@ type Pipeline struct {
 	ExtractWorkers int           `yaml:"extract_workers"`
 	PersistWorkers int           `yaml:"persist_workers"`
 	MaxRetries     int           `yaml:"max_retries"`
+	// MaxFactsPerEvent bounds the facts one event persists in one
+	// transaction; a larger event is persisted in further units of at most
+	// this many facts, never truncated.
+	MaxFactsPerEvent int `yaml:"max_facts_per_event"`
+	// MaxFactsPerChunk bounds the facts kept from one chunk's extraction;
+	// past it the rest of the chunk is chunked again, never dropped.
+	MaxFactsPerChunk int `yaml:"max_facts_per_chunk"`
 }
 
 // Defense holds the default defense policy for banks without their own.
@@ -212,6 +219,10 @@ func Default() Config {
 			ExtractWorkers: 2,
 			PersistWorkers: 2,
 			MaxRetries:     5,
+			// A 3000-character chunk holds at most ~1500 sentences; 2000
+			// facts per unit keep a unit's transaction to a few seconds.
+			MaxFactsPerEvent: 2000,
+			MaxFactsPerChunk: 200,
 		},
 		Defense: Defense{DefaultAction: "redact"},
 		Consolidation: Consolidation{
@@ -384,6 +395,12 @@ func (c *Config) Validate() error {
 	add(positive("pipeline.channel_size", c.Pipeline.ChannelSize))
 	add(positive("pipeline.extract_workers", c.Pipeline.ExtractWorkers))
 	add(positive("pipeline.persist_workers", c.Pipeline.PersistWorkers))
+	add(positive("pipeline.max_facts_per_event", c.Pipeline.MaxFactsPerEvent))
+	add(positive("pipeline.max_facts_per_chunk", c.Pipeline.MaxFactsPerChunk))
+	if c.Pipeline.MaxFactsPerChunk > c.Pipeline.MaxFactsPerEvent && c.Pipeline.MaxFactsPerEvent > 0 {
+		add(fieldErr("pipeline.max_facts_per_chunk", "must not exceed pipeline.max_facts_per_event (%d), got %d",
+			c.Pipeline.MaxFactsPerEvent, c.Pipeline.MaxFactsPerChunk))
+	}
 	if c.Pipeline.MaxRetries < 0 {
 		add(fieldErr("pipeline.max_retries", "must not be negative"))
 	}

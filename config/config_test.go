@@ -51,6 +51,7 @@ func TestBadFiles(t *testing.T) {
 		"bad-scope.bad.yml":        "auth.keys[0].scopes",
 		"bad-duration.bad.yml":     "kafka.commit_interval",
 		"bad-dim.bad.yml":          "embed.dim",
+		"facts-cap.bad.yml":        "pipeline.max_facts_per_chunk",
 	}
 	files, _ := filepath.Glob("testdata/*.bad.yml")
 	if len(files) != len(want) {

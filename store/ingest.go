@@ -30,9 +30,16 @@ func DeriveID(parts ...string) uuid.UUID {
 }
 
 // EventRecord is everything one Kafka event produced, ready to persist.
+//
+// An event too large for one transaction is persisted as several records
+// (units). Each unit but the one that claims the event's own key sets
+// UnitOf to that key and EventKey to a key of its own; its chunks and audit
+// rows are filed under UnitOf, and it does not count as an ingested event.
 type EventRecord struct {
-	BankID     string
-	EventKey   string
+	BankID   string
+	EventKey string
+	// UnitOf is the event's key when this record is one unit of it.
+	UnitOf     string
 	DocumentID string
 	Topic      string
 	Partition  int32
@@ -112,8 +119,9 @@ type PersistResult struct {
 
 const (
 	qEnsureBank  = `INSERT INTO banks (id, name) SELECT b, b FROM unnest($1::text[]) AS b ON CONFLICT (id) DO NOTHING`
-	qClaimEvents = `INSERT INTO events (bank_id, event_key, document_id, topic, partition, "offset", facts)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::bigint[], $7::int[])
+	qClaimEvents = `INSERT INTO events (bank_id, event_key, document_id, topic, partition, "offset", facts, unit_of)
+		SELECT b, k, d, t, p, o, f, NULLIF(u, '')
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::bigint[], $7::int[], $8::text[]) AS x(b, k, d, t, p, o, f, u)
 		ON CONFLICT (bank_id, event_key) DO NOTHING
 		RETURNING bank_id, event_key`
 	qUpsertDocuments = `INSERT INTO documents (bank_id, id, context, tags, metadata)
@@ -269,6 +277,14 @@ func (s *Store) PersistBatch(ctx context.Context, evs []EventRecord) (PersistRes
 	return res, nil
 }
 
+// eventOf is the key of the event the record belongs to.
+func (e *EventRecord) eventOf() string {
+	if e.UnitOf != "" {
+		return e.UnitOf
+	}
+	return e.EventKey
+}
+
 func uniqueBanks(evs []*EventRecord) []string {
 	seen := map[string]bool{}
 	var out []string
@@ -283,13 +299,13 @@ func uniqueBanks(evs []*EventRecord) []string {
 
 func claimEvents(ctx context.Context, tx pgx.Tx, evs []EventRecord) ([]*EventRecord, error) {
 	n := len(evs)
-	banks, keys, docs, topics := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	banks, keys, docs, topics, units := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	parts, facts, offs := make([]int32, n), make([]int32, n), make([]int64, n)
 	for i, e := range evs {
-		banks[i], keys[i], docs[i], topics[i] = e.BankID, e.EventKey, e.DocumentID, e.Topic
+		banks[i], keys[i], docs[i], topics[i], units[i] = e.BankID, e.EventKey, e.DocumentID, e.Topic, e.UnitOf
 		parts[i], offs[i], facts[i] = e.Partition, e.Offset, int32(len(e.Facts))
 	}
-	rows, err := tx.Query(ctx, qClaimEvents, banks, keys, docs, topics, parts, offs, facts)
+	rows, err := tx.Query(ctx, qClaimEvents, banks, keys, docs, topics, parts, offs, facts, units)
 	if err != nil {
 		return nil, fmt.Errorf("claim events: %w", err)
 	}
@@ -353,7 +369,7 @@ func insertChunks(ctx context.Context, tx pgx.Tx, evs []*EventRecord) error {
 	var starts []time.Time
 	for _, e := range evs {
 		for _, c := range e.Chunks {
-			ids, banks, docs, keys = append(ids, c.ID), append(banks, e.BankID), append(docs, e.DocumentID), append(keys, e.EventKey)
+			ids, banks, docs, keys = append(ids, c.ID), append(banks, e.BankID), append(docs, e.DocumentID), append(keys, e.eventOf())
 			idx, texts, speakers, starts = append(idx, int32(c.Index)), append(texts, c.Text), append(speakers, c.Speaker), append(starts, c.StartedAt)
 		}
 	}
@@ -536,7 +552,7 @@ func insertAudit(ctx context.Context, tx pgx.Tx, evs []*EventRecord) error {
 	var b, k, l, a, f []string
 	for _, e := range evs {
 		for _, r := range e.Audit {
-			b, k, l, a, f = append(b, e.BankID), append(k, e.EventKey), append(l, r.Label), append(a, r.Action), append(f, r.Fingerprint)
+			b, k, l, a, f = append(b, e.BankID), append(k, e.eventOf()), append(l, r.Label), append(a, r.Action), append(f, r.Fingerprint)
 		}
 	}
 	if len(b) == 0 {

@@ -207,3 +207,51 @@ func TestTemporalLinksNearestOtherConversations(t *testing.T) {
 		}
 	}
 }
+
+// TestEventPersistedInUnits: an event persisted in two units counts as
+// ingested, and is reported existing, only once its last unit (the one
+// claiming the event's key) is stored; StoredChunks says which chunks a
+// restart can skip, and replaying a unit writes nothing.
+func TestEventPersistedInUnits(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC)
+	unit := func(key, unitOf string, chunk int) store.EventRecord {
+		idem := fmt.Sprintf("ev#m0#c%d#f0", chunk)
+		return store.EventRecord{BankID: "b", EventKey: key, UnitOf: unitOf, DocumentID: "d",
+			Chunks: []store.ChunkRow{{ID: store.DeriveID("b", "ev", "chunk", fmt.Sprint(chunk)), Index: chunk, Text: "chunk", StartedAt: at}},
+			Facts:  []store.FactRow{{ID: store.DeriveID("b", idem), FactType: "world", Text: idem, MentionedAt: at, IdemKey: idem}}}
+	}
+	check := func(when string, wantEvents int64, wantExists bool, wantChunks int) {
+		t.Helper()
+		stats, err := st.BankStats(ctx, "b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		exists, err := st.ExistingEvents(ctx, []string{"b"}, []string{"ev"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunks, err := st.StoredChunks(ctx, "b", "ev")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stats.EventsIngested != wantEvents || exists["b\x00ev"] != wantExists || len(chunks) != wantChunks {
+			t.Errorf("%s: events_ingested %d, exists %v, stored chunks %v; want %d, %v, %d chunks",
+				when, stats.EventsIngested, exists["b\x00ev"], chunks, wantEvents, wantExists, wantChunks)
+		}
+	}
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{unit("ev#c0-0", "ev", 0)}); err != nil {
+		t.Fatal(err)
+	}
+	check("after the first unit", 0, false, 1)
+	res, err := st.PersistBatch(ctx, []store.EventRecord{unit("ev#c0-0", "ev", 0)})
+	if err != nil || res.Duplicates != 1 {
+		t.Fatalf("replayed unit: %+v, %v; want a duplicate", res, err)
+	}
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{unit("ev", "", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	check("after the last unit", 1, true, 2)
+}

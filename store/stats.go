@@ -29,7 +29,7 @@ const qStats = `SELECT
 	(SELECT count(*) FROM memory_links WHERE bank_id = $1),
 	(SELECT count(*) FROM mental_models WHERE bank_id = $1),
 	(SELECT count(*) FROM memory_units WHERE bank_id = $1 AND consolidated_at IS NULL AND fact_type <> 'observation'),
-	(SELECT count(*) FROM events WHERE bank_id = $1),
+	(SELECT count(*) FROM events WHERE bank_id = $1 AND unit_of IS NULL),
 	(SELECT count(*) FROM dead_letters WHERE bank_id = $1)`
 
 // BankStats returns the counters of one bank.
@@ -54,7 +54,7 @@ func (s *Store) EventsPersisted(ctx context.Context, bankID string, keys []strin
 	return n, nil
 }
 
-const qTotalEvents = `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM dead_letters)`
+const qTotalEvents = `SELECT (SELECT count(*) FROM events WHERE unit_of IS NULL), (SELECT count(*) FROM dead_letters)`
 
 // TotalEvents counts ingested and dead-lettered events across banks.
 func (s *Store) TotalEvents(ctx context.Context) (ingested, deadLettered int64, err error) {
@@ -83,4 +83,30 @@ func (s *Store) ExistingEvents(ctx context.Context, banks, keys []string) (map[s
 		out[b+"\x00"+k] = true
 	}
 	return out, rows.Err()
+}
+
+const qStoredChunks = `SELECT chunk_index FROM chunks WHERE bank_id = $1 AND event_key = $2`
+
+// StoredChunks returns the indexes of the chunks of an event that are
+// already persisted. Chunks are written in the same transaction as their
+// facts, so a chunk listed here has all its facts stored: an event
+// persisted in units resumes after a restart with the chunks not listed.
+func (s *Store) StoredChunks(ctx context.Context, bankID, eventKey string) (map[int]bool, error) {
+	rows, err := s.pool.Query(ctx, qStoredChunks, bankID, eventKey)
+	if err != nil {
+		return nil, fmt.Errorf("stored chunks of event %s/%s: %w", bankID, eventKey, err)
+	}
+	defer rows.Close()
+	out := map[int]bool{}
+	for rows.Next() {
+		var i int
+		if err := rows.Scan(&i); err != nil {
+			return nil, fmt.Errorf("stored chunks of event %s/%s: %w", bankID, eventKey, err)
+		}
+		out[i] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("stored chunks of event %s/%s: %w", bankID, eventKey, err)
+	}
+	return out, nil
 }
