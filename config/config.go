@@ -112,14 +112,36 @@ type LLM struct {
 
 // Embed configures the embedding provider.
 type Embed struct {
-	Provider  string `yaml:"provider"` // local or openai
+	Provider  string `yaml:"provider"` // local, hash or openai
 	BaseURL   string `yaml:"base_url"`
 	APIKey    string `yaml:"api_key"`
 	Model     string `yaml:"model"`
 	Dim       int    `yaml:"dim"`
 	BatchSize int    `yaml:"batch_size"`
 	CacheSize int    `yaml:"cache_size"`
+	// QueryPrefix and DocumentPrefix are prepended to query and document
+	// texts. PrefixAuto means the provider's own default: the local model's
+	// instruction prefixes, none for hash and openai.
+	QueryPrefix    string `yaml:"query_prefix"`
+	DocumentPrefix string `yaml:"document_prefix"`
+	// ModelDir is where the local model's files are; empty means the
+	// directory scripts/install-model.sh installs into.
+	ModelDir string `yaml:"model_dir"`
+	// Threads bounds the local model's concurrent forward passes; 0 means
+	// one per CPU.
+	Threads int `yaml:"threads"`
+	// SendInputType adds "input_type": "query" or "document" to openai
+	// requests, for servers that take it (Cohere-, Voyage-, NIM-style).
+	SendInputType bool `yaml:"send_input_type"`
 }
+
+// LocalModelDim is the vector size of the local embedding model
+// (embed.LocalDim; a test in cmd/memstream keeps the two equal).
+const LocalModelDim = 512
+
+// PrefixAuto is the value of embed.query_prefix and embed.document_prefix
+// that selects the provider's own default.
+const PrefixAuto = "auto"
 
 // Rerank configures the optional cross-encoder.
 type Rerank struct {
@@ -209,7 +231,8 @@ func Default() Config {
 			MaxRetries:    4,
 			ChunksPerCall: 4,
 		},
-		Embed:  Embed{Provider: "local", Model: "text-embedding-3-small", Dim: 384, BatchSize: 128, CacheSize: 50000},
+		Embed: Embed{Provider: "hash", Model: "text-embedding-3-small", Dim: 384, BatchSize: 128, CacheSize: 50000,
+			QueryPrefix: PrefixAuto, DocumentPrefix: PrefixAuto},
 		Rerank: Rerank{Provider: "none", Timeout: 5 * time.Second},
 		Pipeline: Pipeline{
 			ChunkMaxChars:  3000,
@@ -367,14 +390,20 @@ func (c *Config) Validate() error {
 	add(positive("llm.chunks_per_call", c.LLM.ChunksPerCall))
 
 	switch c.Embed.Provider {
-	case "local":
+	case "local", "hash":
 	case "openai":
 		add(httpURL("embed.base_url", c.Embed.BaseURL, true))
 	default:
-		add(fieldErr("embed.provider", "must be local or openai, got %q", c.Embed.Provider))
+		add(fieldErr("embed.provider", "must be local, hash or openai, got %q", c.Embed.Provider))
 	}
-	if c.Embed.Dim < 8 || c.Embed.Dim > 4000 {
+	switch {
+	case c.Embed.Dim < 8 || c.Embed.Dim > 4000:
 		add(fieldErr("embed.dim", "must be between 8 and 4000, got %d", c.Embed.Dim))
+	case c.Embed.Provider == "local" && c.Embed.Dim != LocalModelDim:
+		add(fieldErr("embed.dim", "the local model makes %d dimensions, got %d", LocalModelDim, c.Embed.Dim))
+	}
+	if c.Embed.Threads < 0 {
+		add(fieldErr("embed.threads", "must not be negative"))
 	}
 	add(positive("embed.batch_size", c.Embed.BatchSize))
 	if c.Embed.CacheSize < 0 {

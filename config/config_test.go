@@ -52,6 +52,7 @@ func TestBadFiles(t *testing.T) {
 		"bad-duration.bad.yml":     "kafka.commit_interval",
 		"bad-dim.bad.yml":          "embed.dim",
 		"facts-cap.bad.yml":        "pipeline.max_facts_per_chunk",
+		"local-dim.bad.yml":        "embed.dim",
 	}
 	files, _ := filepath.Glob("testdata/*.bad.yml")
 	if len(files) != len(want) {

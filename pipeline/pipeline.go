@@ -27,9 +27,10 @@ type Extractor interface {
 	Extract(ctx context.Context, in []extract.Input) ([][]extract.Fact, error)
 }
 
-// Embedder embeds texts into vectors of one dimension.
+// Embedder embeds the texts of extracted facts, which are stored and
+// searched (documents, not queries), into vectors of one dimension.
 type Embedder interface {
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error)
 }
 
 // Gate applies the bank's defense policy to one text.
@@ -473,7 +474,7 @@ func (p *Pipeline) extractBatch(batch []*item) []*item {
 	var vecs [][]float32
 	err = p.retry("embed", func() error {
 		var err error
-		vecs, err = p.deps.Embedder.Embed(p.ctx, texts)
+		vecs, err = p.deps.Embedder.EmbedDocuments(p.ctx, texts)
 		if err == nil && len(vecs) != len(texts) {
 			err = fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(texts))
 		}

@@ -200,10 +200,11 @@ type Trace struct {
 	TokensUsed int     `json:"tokens_used"`
 }
 
-// Embedder turns texts into vectors of the store's dimension. Declared here
-// (STYLE §3) so any provider, or a cache in front of one, fits.
+// Embedder turns query texts into vectors of the store's dimension, to be
+// ranked against the stored (document) vectors. Declared here (STYLE §3) so
+// any provider, or a cache in front of one, fits.
 type Embedder interface {
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	EmbedQueries(ctx context.Context, texts []string) ([][]float32, error)
 }
 
 // RequestError reports an invalid request field, so the HTTP layer can
@@ -411,7 +412,7 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 		ectx, cancel := context.WithTimeout(ctx, r.cfg.ArmTimeout)
 		defer cancel()
 		t0 := time.Now()
-		vs, err := r.emb.Embed(ectx, []string{q.Query})
+		vs, err := r.emb.EmbedQueries(ectx, []string{q.Query})
 		q.embedDur = time.Since(t0)
 		switch {
 		case err != nil:

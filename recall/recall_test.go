@@ -50,7 +50,7 @@ type entity struct {
 
 type fixture struct {
 	pool *pgxpool.Pool
-	emb  *embed.Local
+	emb  *embed.Hash
 	ids  map[string]uuid.UUID // key → id
 }
 
@@ -77,7 +77,7 @@ func newFixture(t testing.TB, facts []fact) *fixture {
 	if _, err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	emb, err := embed.NewLocal(testDim)
+	emb, err := embed.NewHash(testDim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func newFixture(t testing.TB, facts []fact) *fixture {
 	for i, f := range facts {
 		texts[i] = f.text
 	}
-	vecs, err := emb.Embed(ctx, texts)
+	vecs, err := emb.EmbedDocuments(ctx, texts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +358,7 @@ func TestHydratorAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vs, err := fx.emb.Embed(ctx, []string{q.Query})
+	vs, err := fx.emb.EmbedQueries(ctx, []string{q.Query})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -569,7 +569,7 @@ func TestTypesFilterAndHydration(t *testing.T) {
 // failingEmbedder stands in for a provider outage.
 type failingEmbedder struct{ delay time.Duration }
 
-func (f failingEmbedder) Embed(ctx context.Context, _ []string) ([][]float32, error) {
+func (f failingEmbedder) EmbedQueries(ctx context.Context, _ []string) ([][]float32, error) {
 	if f.delay > 0 {
 		select {
 		case <-time.After(f.delay):
@@ -699,7 +699,7 @@ func TestSemanticCorrectUnderFilter(t *testing.T) {
 	t.Cleanup(pool.Close)
 
 	var plan string
-	vec, _ := fx.emb.Embed(context.Background(), []string{"garden river"})
+	vec, _ := fx.emb.EmbedQueries(context.Background(), []string{"garden river"})
 	err = pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(context.Background(), "EXPLAIN "+qSemanticArm, "small", []string{}, []string{}, TagsAny, pgvector.NewHalfVector(vec[0]), 20)
 		if err != nil {

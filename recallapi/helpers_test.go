@@ -161,7 +161,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	if st == nil {
 		st = openStore(t)
 	}
-	emb, err := embed.NewLocal(testDim)
+	emb, err := embed.NewHash(testDim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,12 +267,12 @@ type seeded struct {
 func seed(t testing.TB, st *store.Store, bank string) seeded {
 	t.Helper()
 	ctx := context.Background()
-	emb, err := embed.NewLocal(testDim)
+	emb, err := embed.NewHash(testDim)
 	if err != nil {
 		t.Fatal(err)
 	}
 	texts := []string{"Alice moved to Lisbon in March", "Alice likes green tea", "Bob fixed ticket INC-48213"}
-	vecs, err := emb.Embed(ctx, texts)
+	vecs, err := emb.EmbedDocuments(ctx, texts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func TestOfflineOnDemoData(t *testing.T) {
 			Chunks: []store.ChunkRow{{ID: chunkID, Text: strings.Join(lines, "\n"), StartedAt: ev.Messages[0].Timestamp}}}
 		ents := map[string]uuid.UUID{}
 		for i, fc := range facts[0] {
-			vs, err := emb.Embed(ctx, []string{fc.Text})
+			vs, err := emb.EmbedDocuments(ctx, []string{fc.Text})
 			if err != nil {
 				t.Fatal(err)
 			}

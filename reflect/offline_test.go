@@ -30,7 +30,7 @@ type pgFact struct {
 
 // migratedStore opens a store on a fresh, migrated schema of the test
 // server, and the local embedder of its dimension.
-func migratedStore(t *testing.T, log *slog.Logger) (*store.Store, *embed.Local) {
+func migratedStore(t *testing.T, log *slog.Logger) (*store.Store, *embed.Hash) {
 	t.Helper()
 	url, _ := pgtest.Schema(t)
 	st, err := store.Open(context.Background(), store.Config{URL: url, Dim: testDim, MaxConns: 4}, log)
@@ -41,7 +41,7 @@ func migratedStore(t *testing.T, log *slog.Logger) (*store.Store, *embed.Local) 
 	if _, err := st.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	emb, err := embed.NewLocal(testDim)
+	emb, err := embed.NewHash(testDim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func newPGFixture(t *testing.T, facts []pgFact) *pgFixture {
 	eid := store.DeriveID("alice", "entity", "Alice")
 	var evs []store.EventRecord
 	for _, f := range facts {
-		vs, err := emb.Embed(ctx, []string{f.text})
+		vs, err := emb.EmbedDocuments(ctx, []string{f.text})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # install-deps.sh installs what memstream's embedded PostgreSQL needs on a
 # Debian machine: the PostgreSQL server, its server development files, pg_trgm
-# (postgresql-contrib) and pgvector. `make demo` and `make test` call it, and
-# CI runs it as root in a fresh clone without stdin.
+# (postgresql-contrib) and pgvector; then the local embedding model's weights
+# (scripts/install-model.sh). `make demo` and `make test` call it, and CI runs
+# it as root in a fresh clone without stdin.
 #
 # It is idempotent and only looks at files when everything is present, so a
 # second run takes well under a second and changes nothing.
@@ -238,3 +239,6 @@ for ext in vector pg_trgm; do
 done
 [ "$fail" -eq 0 ] || die "PostgreSQL extensions are missing; see the messages above"
 log "ok: PostgreSQL $PG_MAJOR ($PG_CONFIG) with $(sed -n "s/^default_version = '\(.*\)'/pgvector \1/p" "$EXT_DIR/vector.control") and pg_trgm"
+
+# --- 6. The local embedding model (embed.provider: local) -------------------------
+"$(dirname "$0")/install-model.sh"

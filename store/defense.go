@@ -180,10 +180,10 @@ type DefenseGate interface {
 	Check(eventID, text string, p defense.Policy) (defense.Result, []defense.AuditRecord, error)
 }
 
-// TextEmbedder embeds redacted fact texts again; the configured embedder
-// implements it.
+// TextEmbedder embeds redacted fact texts again, as documents; the
+// configured embedder implements it.
 type TextEmbedder interface {
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error)
 }
 
 // RescanConfig configures RescanDefense.
@@ -581,7 +581,7 @@ func (s *Store) rescanUnitDerived(ctx context.Context, emb TextEmbedder, changes
 	if len(texts) == 0 {
 		return nil, nil, nil
 	}
-	vs, err := emb.Embed(ctx, texts)
+	vs, err := emb.EmbedDocuments(ctx, texts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("embed %d redacted facts: %w", len(texts), err)
 	}

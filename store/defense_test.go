@@ -60,7 +60,7 @@ type rescanFixture struct {
 	openai, aws        string
 	pem                []string
 	gate               *defense.Gate
-	emb                *embed.Local
+	emb                *embed.Hash
 }
 
 func newRescanFixture(t *testing.T) *rescanFixture {
@@ -76,7 +76,7 @@ func newRescanFixture(t *testing.T) *rescanFixture {
 	fs := fakeSecrets{rand.New(rand.NewPCG(seed, 7))}
 	fx := &rescanFixture{st: st, url: url, bank: "vault", openai: fs.openAIProject(), aws: fs.awsKeyID(), pem: fs.pemBody()}
 	var err error
-	if fx.emb, err = embed.NewLocal(64); err != nil {
+	if fx.emb, err = embed.NewHash(64); err != nil {
 		t.Fatal(err)
 	}
 	if fx.gate, err = defense.NewGate(defense.GateConfig{FingerprintSalt: []byte("rescan-test-salt-0123456789")}, nil, nil); err != nil {
@@ -90,7 +90,7 @@ func newRescanFixture(t *testing.T) *rescanFixture {
 	keyText := "Alice said the staging key is " + fx.openai + " for the 我的服务 project"
 	pemText := "Alice pasted her deploy key:\n" + pemBlock(fx.pem)
 	cleanText := "Alice prefers green tea over coffee"
-	vecs, err := fx.emb.Embed(ctx, []string{keyText, "Alice uses the AWS console", pemText, cleanText})
+	vecs, err := fx.emb.EmbedDocuments(ctx, []string{keyText, "Alice uses the AWS console", pemText, cleanText})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func TestRescanDefenseRedactsInvalidatesAndReembeds(t *testing.T) {
 	if keyEmbAfter == keyEmbBefore {
 		t.Error("key fact embedding not recomputed")
 	}
-	want, _ := fx.emb.Embed(ctx, []string{keyText})
+	want, _ := fx.emb.EmbedDocuments(ctx, []string{keyText})
 	if got := fx.vec(t, fx.keyFact); !closeVec(got, want[0]) {
 		t.Error("key fact embedding is not the embedding of its redacted text")
 	}

@@ -147,13 +147,24 @@ func newEmbedder(cfg config.Config) (embed.Embedder, error) {
 	switch cfg.Embed.Provider {
 	case "openai":
 		o, err := embed.NewOpenAI(embed.OpenAIConfig{BaseURL: cfg.Embed.BaseURL, APIKey: cfg.Embed.APIKey,
-			Model: cfg.Embed.Model, Dim: cfg.Embed.Dim, BatchSize: cfg.Embed.BatchSize})
+			Model: cfg.Embed.Model, Dim: cfg.Embed.Dim, BatchSize: cfg.Embed.BatchSize,
+			Prefixes: prefixes(cfg.Embed, embed.Prefixes{}), SendInputType: cfg.Embed.SendInputType})
 		if err != nil {
 			return nil, fmt.Errorf("embed: %w", err)
 		}
 		inner = o
+	case "local":
+		l, err := embed.NewLocal(embed.LocalConfig{ModelDir: cfg.Embed.ModelDir, Threads: cfg.Embed.Threads,
+			Prefixes: prefixes(cfg.Embed, embed.Prefixes{})})
+		if err != nil {
+			return nil, err
+		}
+		if l.Dim() != cfg.Embed.Dim {
+			return nil, fmt.Errorf("embed.dim: the local model %s makes %d dimensions, configuration says %d", embed.LocalModelName, l.Dim(), cfg.Embed.Dim)
+		}
+		inner = l
 	default:
-		l, err := embed.NewLocal(cfg.Embed.Dim)
+		l, err := embed.NewHash(cfg.Embed.Dim)
 		if err != nil {
 			return nil, fmt.Errorf("embed.dim: %w", err)
 		}
@@ -163,6 +174,19 @@ func newEmbedder(cfg config.Config) (embed.Embedder, error) {
 		return inner, nil
 	}
 	return embed.NewCached(inner, cfg.Embed.CacheSize)
+}
+
+// prefixes resolves embed.query_prefix and embed.document_prefix against the
+// provider's defaults.
+func prefixes(c config.Embed, def embed.Prefixes) embed.Prefixes {
+	p := def
+	if c.QueryPrefix != config.PrefixAuto {
+		p.Query = c.QueryPrefix
+	}
+	if c.DocumentPrefix != config.PrefixAuto {
+		p.Document = c.DocumentPrefix
+	}
+	return p
 }
 
 func basePolicy(cfg config.Config) defense.Policy {

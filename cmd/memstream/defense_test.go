@@ -50,9 +50,9 @@ func TestCmdDefenseRescan(t *testing.T) {
 		DefensePolicy: json.RawMessage(`{"labels":{"aws_access_key_id":"block"}}`)}); err != nil {
 		t.Fatal(err)
 	}
-	emb, _ := embed.NewLocal(64)
+	emb, _ := embed.NewHash(64)
 	texts := []string{"the staging key is " + openai, "the key id is " + aws, "Bob likes tea"}
-	vecs, _ := emb.Embed(ctx, texts)
+	vecs, _ := emb.EmbedDocuments(ctx, texts)
 	at := time.Date(2026, 11, 4, 8, 0, 0, 0, time.UTC)
 	ev := store.EventRecord{BankID: "ops", EventKey: "e1", DocumentID: "d1"}
 	for i, tx := range texts {

@@ -50,7 +50,7 @@ func RunRecall(ctx context.Context, cfg RecallConfig, stdout, stderr io.Writer) 
 		return err
 	}
 	defer release()
-	emb, err := embed.NewLocal(cfg.Dim)
+	emb, err := embed.NewHash(cfg.Dim)
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func RunRecall(ctx context.Context, cfg RecallConfig, stdout, stderr io.Writer) 
 
 // recallSize loads one bank size in a schema of its own and runs every
 // concurrency on it.
-func recallSize(ctx context.Context, cfg RecallConfig, base string, facts, maxConc int, emb *embed.Local, log *slog.Logger, progress func(string), stdout io.Writer) error {
+func recallSize(ctx context.Context, cfg RecallConfig, base string, facts, maxConc int, emb *embed.Hash, log *slog.Logger, progress func(string), stdout io.Writer) error {
 	schema := fmt.Sprintf("bench_recall_%d", facts)
 	su, err := openSchemaURL(ctx, base, schema, cfg.Reuse)
 	if err != nil {
@@ -241,7 +241,7 @@ func runRecall(ctx context.Context, r *recall.Recaller, pool *pgxpool.Pool, emb 
 	for i, q := range qs {
 		texts[i] = q.Query
 	}
-	vecs, err := emb.Embed(ctx, texts)
+	vecs, err := emb.EmbedQueries(ctx, texts)
 	if err != nil {
 		return res, fmt.Errorf("bench recall: embed queries: %w", err)
 	}

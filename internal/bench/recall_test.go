@@ -34,7 +34,7 @@ func TestRecallBank(t *testing.T) {
 	if err := st.Pool().QueryRow(ctx, `SELECT array_agg(indexname ORDER BY indexname) FROM pg_indexes WHERE schemaname = current_schema()`).Scan(&before); err != nil {
 		t.Fatal(err)
 	}
-	emb, err := embed.NewLocal(384)
+	emb, err := embed.NewHash(384)
 	if err != nil {
 		t.Fatal(err)
 	}

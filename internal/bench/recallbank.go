@@ -107,6 +107,12 @@ type benchFact struct {
 	code      string
 }
 
+// DocumentEmbedder embeds the bench bank's facts, which are stored
+// (documents, not queries).
+type DocumentEmbedder interface {
+	EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error)
+}
+
 // LoadBank generates a synthetic bank, loads it with COPY and returns
 // the queries to ask. The embedder is the one the Recaller will use, so
 // the semantic arm sees vectors of the same model. Secondary indexes of the
@@ -115,7 +121,7 @@ type benchFact struct {
 // grown row by row), then the tables are vacuumed and analysed so the
 // planner sees the real sizes. Use a schema of its own: other banks' writes would stall
 // behind the rebuild.
-func LoadBank(ctx context.Context, pool *pgxpool.Pool, emb recall.Embedder, cfg BankConfig, progress func(string)) (*Bank, error) {
+func LoadBank(ctx context.Context, pool *pgxpool.Pool, emb DocumentEmbedder, cfg BankConfig, progress func(string)) (*Bank, error) {
 	if cfg.Facts < 1 || cfg.Queries < 1 || cfg.BankID == "" {
 		return nil, fmt.Errorf("bench bank: need a bank id, facts and queries, got %q, %d, %d", cfg.BankID, cfg.Facts, cfg.Queries)
 	}
@@ -137,7 +143,7 @@ func LoadBank(ctx context.Context, pool *pgxpool.Pool, emb recall.Embedder, cfg 
 		for _, f := range facts[i:min(i+embedBatch, len(facts))] {
 			texts = append(texts, f.text)
 		}
-		vs, err := emb.Embed(ctx, texts)
+		vs, err := emb.EmbedDocuments(ctx, texts)
 		if err != nil {
 			return nil, fmt.Errorf("bench bank: embed: %w", err)
 		}

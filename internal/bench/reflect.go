@@ -116,7 +116,7 @@ func RunReflect(ctx context.Context, cfg ReflectConfig, stdout, stderr io.Writer
 	if _, err := st.Migrate(ctx); err != nil {
 		return err
 	}
-	emb, err := embed.NewLocal(cfg.Dim)
+	emb, err := embed.NewHash(cfg.Dim)
 	if err != nil {
 		return err
 	}

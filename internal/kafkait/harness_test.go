@@ -151,7 +151,7 @@ type running struct {
 // it, with a short commit interval.
 func (h *harness) start(group string) *running {
 	h.t.Helper()
-	emb, err := embed.NewLocal(dim)
+	emb, err := embed.NewHash(dim)
 	if err != nil {
 		h.t.Fatal(err)
 	}
