@@ -188,6 +188,13 @@ type Consolidation struct {
 	RatePerSecond float64       `yaml:"rate_per_second"`
 	// MentalModelMinInterval bounds how often a mental model is refreshed.
 	MentalModelMinInterval time.Duration `yaml:"mental_model_min_interval"`
+	// MaxDrain bounds one consolidation job: past it the drain stops after
+	// its current batch and the bank is enqueued again behind the others.
+	MaxDrain time.Duration `yaml:"max_drain"`
+	// JobRetention and FailedJobRetention are how long finished jobs stay
+	// in the jobs table.
+	JobRetention       time.Duration `yaml:"job_retention"`
+	FailedJobRetention time.Duration `yaml:"failed_job_retention"`
 }
 
 // Reflect configures the reflect agent loop.
@@ -254,6 +261,9 @@ func Default() Config {
 			BatchSize:              64,
 			PollInterval:           500 * time.Millisecond,
 			MentalModelMinInterval: 30 * time.Second,
+			MaxDrain:               2 * time.Minute,
+			JobRetention:           time.Hour,
+			FailedJobRetention:     7 * 24 * time.Hour,
 		},
 		Reflect: Reflect{MaxIterations: 10, Timeout: 60 * time.Second, ContextTokens: 32000},
 	}
@@ -446,6 +456,9 @@ func (c *Config) Validate() error {
 	if c.Consolidation.RatePerSecond < 0 {
 		add(fieldErr("consolidation.rate_per_second", "must not be negative (0 means unlimited)"))
 	}
+	add(positiveDur("consolidation.max_drain", c.Consolidation.MaxDrain))
+	add(positiveDur("consolidation.job_retention", c.Consolidation.JobRetention))
+	add(positiveDur("consolidation.failed_job_retention", c.Consolidation.FailedJobRetention))
 
 	add(positive("reflect.max_iterations", c.Reflect.MaxIterations))
 	add(positiveDur("reflect.timeout", c.Reflect.Timeout))

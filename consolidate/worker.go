@@ -10,14 +10,15 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
-	"github.com/memstream/memstream/text"
 	"github.com/memstream/memstream/store"
+	"github.com/memstream/memstream/text"
 )
 
 // Embedder turns texts into vectors of the store's dimension. Facts and
@@ -69,9 +70,17 @@ type Config struct {
 	// backlog gauges updated and banks with a backlog but no job
 	// re-enqueued.
 	HousekeepingInterval time.Duration
-	// LockTimeout is how long a running job may hold its lock before it is
-	// presumed crashed and made available again.
+	// LockTimeout is how long a running job may go without a heartbeat
+	// before it is presumed crashed and made available again. A drain
+	// heartbeats every quarter of it.
 	LockTimeout time.Duration
+	// MaxDrain bounds one job's drain (consolidation.max_drain): past it
+	// the drain stops after its current batch and the bank is enqueued
+	// again, behind the other banks' jobs.
+	MaxDrain time.Duration
+	// JobRetention and FailedJobRetention are how long finished jobs are
+	// kept (consolidation.job_retention, consolidation.failed_job_retention).
+	JobRetention, FailedJobRetention time.Duration
 	// RetryBase and RetryMax bound the exponential retry backoff.
 	RetryBase, RetryMax time.Duration
 	// Candidates is how many fused candidate observations a fact gets.
@@ -105,6 +114,15 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.LockTimeout == 0 {
 		c.LockTimeout = 5 * time.Minute
+	}
+	if c.MaxDrain == 0 {
+		c.MaxDrain = 2 * time.Minute
+	}
+	if c.JobRetention == 0 {
+		c.JobRetention = time.Hour
+	}
+	if c.FailedJobRetention == 0 {
+		c.FailedJobRetention = 7 * 24 * time.Hour
 	}
 	if c.RetryBase == 0 {
 		c.RetryBase = time.Second
@@ -143,6 +161,12 @@ func (c Config) validate() error {
 		return fmt.Errorf("consolidate config HousekeepingInterval: %s, must be positive", c.HousekeepingInterval)
 	case c.LockTimeout <= 0:
 		return fmt.Errorf("consolidate config LockTimeout: %s, must be positive", c.LockTimeout)
+	case c.MaxDrain <= 0:
+		return fmt.Errorf("consolidation.max_drain: %s, must be positive", c.MaxDrain)
+	case c.JobRetention <= 0:
+		return fmt.Errorf("consolidation.job_retention: %s, must be positive", c.JobRetention)
+	case c.FailedJobRetention <= 0:
+		return fmt.Errorf("consolidation.failed_job_retention: %s, must be positive", c.FailedJobRetention)
 	case c.RetryBase <= 0 || c.RetryMax < c.RetryBase:
 		return fmt.Errorf("consolidate config RetryBase/RetryMax: %s/%s, need 0 < base <= max", c.RetryBase, c.RetryMax)
 	case c.Candidates < 1:
@@ -167,6 +191,9 @@ type Result struct {
 	MentalModels int `json:"mental_models"`
 	// Paused is set when the drain stopped because the bank is paused.
 	Paused bool `json:"paused"`
+	// More is set when the drain stopped at its time bound with facts
+	// left; the bank was enqueued again.
+	More bool `json:"more,omitempty"`
 }
 
 func (r *Result) add(o store.ApplyOutcome, facts int) {
@@ -215,7 +242,7 @@ func newMetrics(reg prometheus.Registerer) (metrics, error) {
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memstream_consolidation_observation_changes_total",
 			Help: "Observation changes written, by action."}, []string{"action"}),
 		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memstream_consolidation_jobs_total",
-			Help: "Consolidation jobs finished, by outcome (done, retry, failed, released)."}, []string{"outcome"}),
+			Help: "Consolidation jobs finished, by outcome (done, yielded: stopped at consolidation.max_drain and enqueued again, retry, failed, released, lost: its lock was taken back)."}, []string{"outcome"}),
 		batchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "memstream_consolidation_batch_seconds",
 			Help: "Time to adjudicate and apply one batch of facts.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
 		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memstream_consolidation_mental_model_refreshes_total",
@@ -320,12 +347,18 @@ func (w *Worker) loop(ctx context.Context, id string) {
 
 func (w *Worker) runJob(ctx context.Context, id string, job store.Job) {
 	log := w.log.With(slog.Int64("job_id", job.ID), slog.String("bank_id", job.BankID), slog.Int("attempt", job.Attempts))
-	res, err := w.DrainBank(ctx, job.BankID)
+	drainCtx, lost := w.heartbeat(ctx, log, job, id)
+	res, err := w.drain(drainCtx, job.BankID, time.Now().Add(w.cfg.MaxDrain))
 	// The job row must be settled even when ctx is cancelled (shutdown):
 	// a released job is picked up at once by the next worker instead of
 	// waiting for the lock timeout.
 	settle := context.WithoutCancel(ctx)
 	switch {
+	case lost():
+		// Taken back (no heartbeat reached the database for LockTimeout):
+		// another worker may be draining the bank now; the row is not ours.
+		w.m.jobs.WithLabelValues("lost").Inc()
+		log.Warn("consolidation job lost its lock; drain stopped")
 	case ctx.Err() != nil:
 		if _, ferr := w.st.FailJob(settle, job.ID, id, 0, errors.New("worker shut down")); ferr != nil {
 			log.Warn("release job on shutdown", slog.Any("error", ferr))
@@ -347,9 +380,60 @@ func (w *Worker) runJob(ctx context.Context, id string, job store.Job) {
 		if cerr := w.st.CompleteJob(settle, job.ID, id); cerr != nil {
 			log.Warn("complete job", slog.Any("error", cerr))
 		}
+		if res.More {
+			// Behind the other banks' jobs (claims go by run_at).
+			if eerr := w.st.EnqueueConsolidation(settle, job.BankID); eerr != nil {
+				log.Warn("re-enqueue after the drain's time bound", slog.Any("error", eerr))
+			}
+			w.m.jobs.WithLabelValues("yielded").Inc()
+			log.Info("consolidation drain reached its time bound; bank enqueued again", slog.Int("facts", res.Facts),
+				slog.Duration("max_drain", w.cfg.MaxDrain))
+			return
+		}
 		w.m.jobs.WithLabelValues("done").Inc()
 		log.Debug("consolidation job done", slog.Int("facts", res.Facts), slog.Int("created", res.Created),
 			slog.Int("updated", res.Updated), slog.Bool("paused", res.Paused))
+	}
+}
+
+// heartbeat keeps job's lock fresh while it is drained, every quarter of
+// LockTimeout, so that housekeeping on any worker never takes back a live
+// drain. The returned context ends when ctx does or when the job turns out
+// to be held no longer (lost reports that): draining on would double the
+// work of the worker that took the job over. The heartbeat stops when the
+// returned context's job is settled: runJob calls lost after the drain.
+func (w *Worker) heartbeat(ctx context.Context, log *slog.Logger, job store.Job, id string) (context.Context, func() bool) {
+	hctx, cancel := context.WithCancel(ctx)
+	var gone atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(w.cfg.LockTimeout / 4)
+		defer t.Stop()
+		for {
+			select {
+			case <-hctx.Done():
+				return
+			case <-t.C:
+			}
+			held, err := w.st.HeartbeatJob(hctx, job.ID, id)
+			if err != nil {
+				if hctx.Err() == nil {
+					log.Warn("consolidation job heartbeat", slog.Any("error", err))
+				}
+				continue
+			}
+			if !held {
+				gone.Store(true)
+				cancel()
+				return
+			}
+		}
+	}()
+	return hctx, func() bool {
+		cancel()
+		<-done
+		return gone.Load()
 	}
 }
 
@@ -364,6 +448,9 @@ func (w *Worker) backoff(attempts int) time.Duration {
 
 func (w *Worker) housekeeping(ctx context.Context) {
 	for {
+		if _, err := w.st.DeleteFinishedJobs(ctx, w.cfg.JobRetention, w.cfg.FailedJobRetention); err != nil && ctx.Err() == nil {
+			w.log.Warn("delete finished consolidation jobs", slog.Any("error", err))
+		}
 		if n, err := w.st.ReclaimStaleJobs(ctx, w.cfg.LockTimeout); err != nil && ctx.Err() == nil {
 			w.log.Warn("reclaim stale consolidation jobs", slog.Any("error", err))
 		} else if n > 0 {
@@ -440,6 +527,12 @@ func (w *Worker) trend(ev []time.Time) string { return Trend(ev, w.now()) }
 // MentalModelMinInterval, its mental models. It is what a job runs, and
 // what `memstream consolidate --bank` runs on demand.
 func (w *Worker) DrainBank(ctx context.Context, bankID string) (Result, error) {
+	return w.drain(ctx, bankID, time.Time{})
+}
+
+// drain is DrainBank that, with a non-zero until, stops after the first
+// batch that ends past it, with Result.More set.
+func (w *Worker) drain(ctx context.Context, bankID string, until time.Time) (Result, error) {
 	var res Result
 	if _, err := w.st.FoldEntityMentions(ctx); err != nil {
 		return res, err
@@ -484,6 +577,10 @@ func (w *Worker) DrainBank(ctx context.Context, bankID string) (Result, error) {
 		}
 		if w.onBatch != nil {
 			w.onBatch(bankID, res)
+		}
+		if !until.IsZero() && time.Now().After(until) {
+			res.More = true
+			break
 		}
 	}
 	if _, err := w.st.RefreshTrends(ctx, bankID, w.trend); err != nil {

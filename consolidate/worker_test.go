@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -273,4 +275,195 @@ func TestRunStoppedMidJobResumes(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM memory_units WHERE fact_type = 'observation'`); n != 2 {
 		t.Fatalf("observation rows = %d", n)
 	}
+}
+
+// blockingAdjudicator wraps the offline rules; its calls block until
+// release is closed, and it records how many run at once.
+type blockingAdjudicator struct {
+	consolidate.Adjudicator
+	release         chan struct{}
+	entered         chan struct{}
+	mu              sync.Mutex
+	running, maxRun int
+	cancelled       atomic.Bool
+}
+
+func (b *blockingAdjudicator) Adjudicate(ctx context.Context, facts []consolidate.FactCandidates) (consolidate.Decision, error) {
+	b.mu.Lock()
+	b.running++
+	b.maxRun = max(b.maxRun, b.running)
+	b.mu.Unlock()
+	defer func() { b.mu.Lock(); b.running--; b.mu.Unlock() }()
+	select {
+	case b.entered <- struct{}{}:
+	default:
+	}
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		b.cancelled.Store(true)
+		return consolidate.Decision{}, ctx.Err()
+	}
+	return b.Adjudicator.Adjudicate(ctx, facts)
+}
+
+func (b *blockingAdjudicator) concurrent() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.maxRun
+}
+
+// TestLiveDrainKeepsItsJob: a drain that takes longer than the lock
+// timeout (a slow LLM) must keep its job. Before heartbeats, housekeeping
+// took the job back after LockTimeout and a second worker drained the same
+// bank at the same time, paying the LLM twice.
+func TestLiveDrainKeepsItsJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.persist("slow", fact{text: "Sam repairs clocks", at: now}, fact{text: "Sam lives by the sea", at: now})
+	off, err := consolidate.NewOffline(consolidate.OfflineConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adj := &blockingAdjudicator{Adjudicator: off, release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	const lock = 2 * time.Second
+	w := e.worker(consolidate.Deps{Adjudicator: adj}, consolidate.Config{Workers: 2, PollInterval: 20 * time.Millisecond,
+		HousekeepingInterval: 50 * time.Millisecond, LockTimeout: lock})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	<-adj.entered
+	// Three lock timeouts with the drain stuck in its first decision: the
+	// other worker goroutine polls all along.
+	time.Sleep(3 * lock)
+	if n := adj.concurrent(); n != 1 {
+		t.Fatalf("%d drains of one bank ran at once after the lock timeout; want 1", n)
+	}
+	close(adj.release)
+	eventually(t, "the bank to drain", func() bool {
+		n, err := e.st.BankBacklog(context.Background(), "slow")
+		return err == nil && n == 0
+	})
+}
+
+// TestHousekeepingDeletesFinishedJobs: every drain leaves a finished row
+// in jobs; housekeeping deletes those past their retention (done after an
+// hour, failed after a week by default) and keeps the rest.
+func TestHousekeepingDeletesFinishedJobs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	e.persist("r", fact{text: "Rae bakes bread", at: now})
+	if _, err := e.st.Pool().Exec(ctx, `INSERT INTO jobs (kind, bank_id, state, attempts, finished_at) VALUES
+		('consolidate', 'r', 'done', 1, now() - interval '2 hours'),
+		('consolidate', 'r', 'failed', 10, now() - interval '2 hours'),
+		('consolidate', 'r', 'failed', 10, now() - interval '8 days')`); err != nil {
+		t.Fatal(err)
+	}
+	w := e.worker(consolidate.Deps{}, consolidate.Config{PollInterval: 20 * time.Millisecond, HousekeepingInterval: 20 * time.Millisecond})
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	eventually(t, "old finished jobs to be deleted", func() bool {
+		return e.count(`SELECT count(*) FROM jobs WHERE state = 'done' AND finished_at < now() - interval '1 hour'`) == 0 &&
+			e.count(`SELECT count(*) FROM jobs WHERE state = 'failed' AND finished_at < now() - interval '7 days'`) == 0
+	})
+	if n := e.count(`SELECT count(*) FROM jobs WHERE state = 'failed'`); n != 1 {
+		t.Errorf("%d failed jobs left, want the one within its week", n)
+	}
+}
+
+// jobOutcomes reads memstream_consolidation_jobs_total for one outcome.
+func jobOutcomes(t *testing.T, reg *prometheus.Registry, outcome string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "memstream_consolidation_jobs_total" {
+			continue
+		}
+		for _, m := range mf.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == "outcome" && l.GetValue() == outcome {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// TestDrainYieldsAtTimeBound: a job's drain stops after the batch that
+// ends past consolidation.max_drain and the bank is enqueued again, so one
+// bank's backlog cannot hold a worker indefinitely. With a bound of 1 ns
+// every job does exactly one batch.
+func TestDrainYieldsAtTimeBound(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	e.persist("long", fact{text: "Lee sails", at: now}, fact{text: "Lee paints", at: now}, fact{text: "Lee cooks", at: now},
+		fact{text: "Lee runs", at: now}, fact{text: "Lee sings", at: now})
+	reg := prometheus.NewPedanticRegistry()
+	w := e.worker(consolidate.Deps{Registerer: reg}, consolidate.Config{Workers: 1, BatchSize: 2, MaxDrain: time.Nanosecond,
+		PollInterval: 20 * time.Millisecond, HousekeepingInterval: time.Hour})
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	eventually(t, "the bank to drain", func() bool {
+		n, err := e.st.BankBacklog(ctx, "long")
+		return err == nil && n == 0
+	})
+	if got := jobOutcomes(t, reg, "yielded"); got < 2 {
+		t.Errorf("%v drains yielded at the time bound; want at least 2 (5 facts, 2 per batch)", got)
+	}
+	if n := e.count(`SELECT count(*) FROM jobs WHERE bank_id = 'long'`); n < 3 {
+		t.Errorf("%d jobs for the bank; want one per batch", n)
+	}
+}
+
+// TestLostJobStopsDrain: when a drain's job is taken back (its heartbeat
+// did not reach the database in time and housekeeping released it), the
+// drain stops instead of working on beside the worker that claims it next.
+func TestLostJobStopsDrain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	e.persist("lost", fact{text: "Lou knits", at: now})
+	off, err := consolidate.NewOffline(consolidate.OfflineConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adj := &blockingAdjudicator{Adjudicator: off, release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	reg := prometheus.NewPedanticRegistry()
+	w := e.worker(consolidate.Deps{Adjudicator: adj, Registerer: reg}, consolidate.Config{Workers: 1,
+		PollInterval: 20 * time.Millisecond, HousekeepingInterval: time.Hour, LockTimeout: 400 * time.Millisecond})
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	<-adj.entered
+	// What a reclaim followed by another worker's claim leaves behind.
+	if _, err := e.st.Pool().Exec(ctx, `UPDATE jobs SET locked_by = 'other-worker', locked_at = now() WHERE state = 'running'`); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the drain to stop", adj.cancelled.Load)
+	eventually(t, "the lost job to be counted", func() bool { return jobOutcomes(t, reg, "lost") == 1 })
+	close(adj.release)
 }

@@ -44,6 +44,17 @@ const (
 		RETURNING id, kind, bank_id, payload, attempts, max_attempts, locked_by`
 	qJobComplete = `UPDATE jobs SET state = 'done', finished_at = now(), locked_at = NULL, last_error = NULL
 		WHERE id = $1 AND state = 'running' AND locked_by = $2`
+	// A running job's locked_at is its heartbeat: the worker refreshes it
+	// while it drains, and only a job without one for the lock timeout is
+	// taken back (qJobReclaim). No row means the job is no longer held.
+	qJobHeartbeat = `UPDATE jobs SET locked_at = now() WHERE id = $1 AND state = 'running' AND locked_by = $2`
+	// Finished rows go after their retention, a bounded number per call
+	// so that a large backlog of them is deleted in steps.
+	qJobDeleteFinished = `DELETE FROM jobs WHERE id IN (
+		SELECT id FROM jobs
+		WHERE (state = 'done' AND finished_at < now() - make_interval(secs => $1))
+		   OR (state = 'failed' AND finished_at < now() - make_interval(secs => $2))
+		LIMIT 10000)`
 	// A failed job goes back to available with a later run_at, unless it
 	// ran out of attempts, or another available job with the same
 	// unique_key was enqueued meanwhile: that one already covers the bank,
@@ -55,13 +66,14 @@ const (
 					WHERE o.unique_key = jobs.unique_key AND o.state = 'available' AND o.id <> jobs.id) THEN 'done'
 				ELSE 'available' END,
 			run_at = now() + make_interval(secs => $3),
-			finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
+			finished_at = CASE WHEN attempts >= max_attempts OR (unique_key IS NOT NULL AND EXISTS (SELECT 1 FROM jobs o
+					WHERE o.unique_key = jobs.unique_key AND o.state = 'available' AND o.id <> jobs.id)) THEN now() END,
 			locked_at = NULL, locked_by = NULL, last_error = $4
 		WHERE id = $1 AND state = 'running' AND locked_by = $2
 		RETURNING state`
-	// A worker that crashed leaves its job running forever; after the lock
-	// timeout the job is made available again (or retired as a duplicate,
-	// as in qJobFail). attempts was counted at claim time, so a job that
+	// A worker that crashed leaves its job running forever; once its
+	// heartbeat is older than the lock timeout the job is made available
+	// again (or retired as a duplicate, as in qJobFail). attempts was counted at claim time, so a job that
 	// crashes its worker every time still reaches max_attempts.
 	qJobReclaim = `UPDATE jobs SET
 			state = CASE
@@ -69,7 +81,8 @@ const (
 				WHEN unique_key IS NOT NULL AND EXISTS (SELECT 1 FROM jobs o
 					WHERE o.unique_key = jobs.unique_key AND o.state = 'available' AND o.id <> jobs.id) THEN 'done'
 				ELSE 'available' END,
-			finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
+			finished_at = CASE WHEN attempts >= max_attempts OR (unique_key IS NOT NULL AND EXISTS (SELECT 1 FROM jobs o
+					WHERE o.unique_key = jobs.unique_key AND o.state = 'available' AND o.id <> jobs.id)) THEN now() END,
 			run_at = now(), locked_at = NULL, locked_by = NULL,
 			last_error = 'lock expired (worker ' || coalesce(locked_by, '?') || ' lost)'
 		WHERE state = 'running' AND locked_at < now() - make_interval(secs => $1)`
@@ -103,6 +116,29 @@ func (s *Store) CompleteJob(ctx context.Context, id int64, worker string) error 
 		return fmt.Errorf("complete job %d: %w", id, err)
 	}
 	return nil
+}
+
+// HeartbeatJob refreshes the lock of a running job held by worker, so
+// that ReclaimStaleJobs leaves it alone however long the drain takes. It
+// returns false when the job is no longer held by worker (its lock
+// expired and it was taken back): the caller should stop working on it.
+func (s *Store) HeartbeatJob(ctx context.Context, id int64, worker string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, qJobHeartbeat, id, worker)
+	if err != nil {
+		return false, fmt.Errorf("heartbeat job %d: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// DeleteFinishedJobs deletes done jobs finished longer than done ago and
+// failed ones finished longer than failed ago, at most 10 000 per call.
+// It returns how many it deleted.
+func (s *Store) DeleteFinishedJobs(ctx context.Context, done, failed time.Duration) (int64, error) {
+	tag, err := s.pool.Exec(ctx, qJobDeleteFinished, done.Seconds(), failed.Seconds())
+	if err != nil {
+		return 0, fmt.Errorf("delete finished jobs: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // FailJob records a failed attempt and schedules the retry after backoff.

@@ -196,3 +196,44 @@ func TestConsolidationBacklog(t *testing.T) {
 		t.Fatalf("banks with backlog: %v %v", banks, err)
 	}
 }
+
+// TestJobClaimWorkBounded: finished rows pile up in jobs (one per drain).
+// The claim's "no running job of this bank" check must not read them:
+// with 20 000 finished rows a claim reads a bounded number of rows.
+func TestJobClaimWorkBounded(t *testing.T) {
+	t.Parallel()
+	st := oneConnStore(t)
+	ctx := context.Background()
+	persistFacts(t, st, "a", 1, time.Now())
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO banks (id) SELECT 'old' || i FROM generate_series(1, 200) i`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO jobs (kind, bank_id, state, attempts, finished_at, created_at)
+		SELECT 'consolidate', 'old' || (i % 200 + 1), 'done', 1, now() - interval '2 days', now() - interval '2 days'
+		FROM generate_series(1, 20000) i`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `ANALYZE jobs`); err != nil {
+		t.Fatal(err)
+	}
+	read := func() int64 {
+		if _, err := st.Pool().Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := st.Pool().QueryRow(ctx, `SELECT coalesce(t.seq_tup_read, 0) + coalesce(t.idx_tup_fetch, 0) +
+			coalesce((SELECT sum(i.idx_tup_read) FROM pg_stat_user_indexes i WHERE i.schemaname = current_schema() AND i.relname = 'jobs'), 0)
+			FROM pg_stat_user_tables t WHERE t.schemaname = current_schema() AND t.relname = 'jobs'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := read()
+	j, err := st.ClaimJob(ctx, store.JobConsolidate, "w")
+	if err != nil || j.BankID != "a" {
+		t.Fatalf("claim: %+v %v", j, err)
+	}
+	if n := read() - before; n > 100 {
+		t.Errorf("a claim read %d job rows beside 20 000 finished ones; want a bounded number (at most 100)", n)
+	}
+}

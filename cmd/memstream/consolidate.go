@@ -44,7 +44,8 @@ func newConsolidationWorker(cfg config.Config, st *store.Store, emb consolidate.
 	c := cfg.Consolidation
 	return consolidate.New(consolidate.Deps{Store: st, Embedder: emb, Adjudicator: adj, Recaller: rec, Log: log.With("component", "consolidate"),
 		Registerer: reg, Progress: progress}, consolidate.Config{Workers: c.Workers, BatchSize: c.BatchSize,
-		PollInterval: c.PollInterval, RatePerSecond: c.RatePerSecond, MentalModelMinInterval: c.MentalModelMinInterval})
+		PollInterval: c.PollInterval, RatePerSecond: c.RatePerSecond, MentalModelMinInterval: c.MentalModelMinInterval,
+		MaxDrain: c.MaxDrain, JobRetention: c.JobRetention, FailedJobRetention: c.FailedJobRetention})
 }
 
 // cmdConsolidate drains one bank's consolidation backlog now, with the
