@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -249,17 +248,6 @@ func (r *APIRecaller) observationSources(ctx context.Context, bankID, id string)
 	return src, nil
 }
 
-// turnIndexOf reads the source message index the pipeline stores in a
-// fact's metadata. Facts without one (observations, retained text) can
-// only match at session level.
-func turnIndexOf(meta map[string]string) int {
-	v, ok := meta["message_index"]
-	if !ok {
-		return UnknownTurn
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return UnknownTurn
-	}
-	return n
-}
+// turnIndexOf reads the source turn of a fact; facts without one
+// (observations, retained text) can only match at session level.
+func turnIndexOf(meta map[string]string) int { return TurnOf(meta) }

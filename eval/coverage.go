@@ -32,15 +32,20 @@ type Coverage struct {
 	Lost []MissTurn `json:"lost,omitempty"`
 }
 
-// EvidenceCoverage checks every answerable question's evidence against the
-// source turns of the stored facts. stored holds the (session, turn) of
-// every fact; facts of unknown turn are not in it.
-func EvidenceCoverage(d *Dataset, stored map[Evidence]bool) Coverage {
+// EvidenceCoverage checks every answerable question of one part (all
+// parts when part is empty) against the source turns of the stored facts.
+// stored holds the (session, turn) of every fact; facts of unknown turn
+// are not in it. The lost turns are listed with their text only for the
+// tuning part: the held-out part is not read turn by turn.
+func EvidenceCoverage(d *Dataset, stored map[Evidence]bool, part string) Coverage {
 	var c Coverage
 	seen := map[Evidence]bool{}
 	byType := map[string]*TypeCoverage{}
 	c.Overall.Type = OverallType
 	for _, q := range d.Questions {
+		if part != "" && q.Part != part {
+			continue
+		}
 		if q.Abstention || len(q.Evidence) == 0 {
 			continue
 		}
@@ -61,7 +66,7 @@ func EvidenceCoverage(d *Dataset, stored map[Evidence]bool) Coverage {
 			c.EvidenceTurns++
 			if stored[ev] {
 				c.StoredTurns++
-			} else if len(c.Lost) < 20 {
+			} else if len(c.Lost) < 20 && q.Part != PartHeldOut {
 				msg, _ := d.Turn(ev)
 				c.Lost = append(c.Lost, MissTurn{Evidence: ev, Text: msg.Content})
 			}

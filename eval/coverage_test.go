@@ -14,7 +14,7 @@ func TestEvidenceCoverage(t *testing.T) {
 	answerable := 0
 	var multi *Question
 	for i, q := range d.Questions {
-		if q.Abstention {
+		if q.Abstention || q.Part != PartTuning {
 			continue
 		}
 		answerable++
@@ -28,7 +28,7 @@ func TestEvidenceCoverage(t *testing.T) {
 	if multi == nil {
 		t.Fatal("small dataset has no multi-evidence question")
 	}
-	full := EvidenceCoverage(d, stored)
+	full := EvidenceCoverage(d, stored, PartTuning)
 	if full.Overall.Answerable != answerable || full.Overall.AnyStored != answerable || full.Overall.AllStored != answerable ||
 		full.StoredTurns != full.EvidenceTurns || len(full.Lost) != 0 {
 		t.Fatalf("with every evidence turn stored: %+v", full.Overall)
@@ -37,7 +37,7 @@ func TestEvidenceCoverage(t *testing.T) {
 	// some evidence stored, but no longer all of it.
 	lost := multi.Evidence[0]
 	delete(stored, lost)
-	c := EvidenceCoverage(d, stored)
+	c := EvidenceCoverage(d, stored, PartTuning)
 	if c.StoredTurns != c.EvidenceTurns-1 {
 		t.Errorf("stored turns %d of %d, want one lost", c.StoredTurns, c.EvidenceTurns)
 	}
@@ -52,8 +52,13 @@ func TestEvidenceCoverage(t *testing.T) {
 		t.Errorf("markdown lacks the lost turn or the type row:\n%s", md)
 	}
 	// Nothing stored: no question can be answered at turn level.
-	none := EvidenceCoverage(d, nil)
+	none := EvidenceCoverage(d, nil, "")
 	if none.Overall.AnyStored != 0 || none.StoredTurns != 0 {
 		t.Errorf("with nothing stored: %+v", none.Overall)
+	}
+	// The held-out part's lost turns are counted, never listed.
+	held := EvidenceCoverage(d, nil, PartHeldOut)
+	if held.EvidenceTurns == 0 || len(held.Lost) != 0 {
+		t.Errorf("held-out coverage lists %d lost turns of %d", len(held.Lost), held.EvidenceTurns)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -54,9 +56,11 @@ type Message struct {
 	Timestamp time.Time `json:"timestamp"`
 }
 
-// Event is one chat session as memstream ingests it from Kafka (SPEC §3).
-// DocumentID is the session id, so that recall results can be traced back
-// to a session through their document_id.
+// Event is one chat session, or one message of it, as memstream ingests it
+// from Kafka (SPEC §3). DocumentID is the session id, so that recall
+// results can be traced back to a session through their document_id. An
+// event that holds one message of a longer session says which turn it is
+// in its TurnOffsetKey metadata.
 type Event struct {
 	BankID     string            `json:"bank_id"`
 	EventID    string            `json:"event_id"`
@@ -74,9 +78,11 @@ type Evidence struct {
 
 // Question is one benchmark question with its gold labels.
 type Question struct {
-	ID             string    `json:"id"`
-	BankID         string    `json:"bank_id"`
-	Type           string    `json:"type"`
+	ID     string `json:"id"`
+	BankID string `json:"bank_id"`
+	Type   string `json:"type"`
+	// Part is PartTuning or PartHeldOut.
+	Part           string    `json:"part"`
 	Question       string    `json:"question"`
 	QueryTimestamp time.Time `json:"query_timestamp"`
 	// GoldAnswers are alternative spellings of the answer (for example
@@ -103,14 +109,64 @@ type Question struct {
 // Manifest records how a dataset was made, so that a result can be tied to
 // the exact data it was measured on.
 type Manifest struct {
-	Generator string         `json:"generator"`
-	Seed      int64          `json:"seed"`
-	Start     time.Time      `json:"start"`
-	Banks     int            `json:"banks"`
-	Sessions  int            `json:"sessions"`
-	Turns     int            `json:"turns"`
-	Questions int            `json:"questions"`
-	ByType    map[string]int `json:"by_type"`
+	Generator string    `json:"generator"`
+	Seed      int64     `json:"seed"`
+	Start     time.Time `json:"start"`
+	Banks     int       `json:"banks"`
+	// PerMessageBanks are delivered as one event per message.
+	PerMessageBanks int            `json:"per_message_banks"`
+	Sessions        int            `json:"sessions"`
+	Events          int            `json:"events"`
+	Turns           int            `json:"turns"`
+	Questions       int            `json:"questions"`
+	ByType          map[string]int `json:"by_type"`
+	ByPart          map[string]int `json:"by_part"`
+}
+
+// Summary is a few lines on what the dataset holds, for the command line.
+func (m Manifest) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d banks (%d delivered one event per message), %d sessions, %d events, %d turns, %d questions (generator %s, seed %d)\n",
+		m.Banks, m.PerMessageBanks, m.Sessions, m.Events, m.Turns, m.Questions, m.Generator, m.Seed)
+	for _, p := range Parts {
+		if n := m.ByPart[p]; n > 0 {
+			fmt.Fprintf(&b, "  part %-22s %d\n", p, n)
+		}
+	}
+	for _, t := range Types {
+		if n := m.ByType[t]; n > 0 {
+			fmt.Fprintf(&b, "  %-27s %d\n", t, n)
+		}
+	}
+	return b.String()
+}
+
+// TurnOffsetKey is the event metadata key that gives the turn index of an
+// event's first message within its session; memstream copies event
+// metadata onto every fact, so a fact's turn is this plus its
+// message_index. Events that hold a whole session do not set it.
+const TurnOffsetKey = "turn_offset"
+
+// TurnOf reads the session turn a stored fact came from out of its
+// metadata (message_index, plus TurnOffsetKey when the event held one
+// message of a longer session), or UnknownTurn.
+func TurnOf(meta map[string]string) int {
+	v, ok := meta["message_index"]
+	if !ok {
+		return UnknownTurn
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return UnknownTurn
+	}
+	if off, ok := meta[TurnOffsetKey]; ok {
+		o, err := strconv.Atoi(off)
+		if err != nil || o < 0 {
+			return UnknownTurn
+		}
+		n += o
+	}
+	return n
 }
 
 // Dataset is a generated benchmark: the events to ingest and the questions
@@ -173,12 +229,49 @@ func (d *Dataset) Turn(ev Evidence) (Message, bool) {
 		if e.DocumentID != ev.SessionID {
 			continue
 		}
-		if ev.TurnIndex < 0 || ev.TurnIndex >= len(e.Messages) {
-			return Message{}, false
+		off := e.TurnOffset()
+		if ev.TurnIndex >= off && ev.TurnIndex < off+len(e.Messages) {
+			return e.Messages[ev.TurnIndex-off], true
 		}
-		return e.Messages[ev.TurnIndex], true
 	}
 	return Message{}, false
+}
+
+// TurnOffset is the session turn index of the event's first message.
+func (e *Event) TurnOffset() int {
+	n, err := strconv.Atoi(e.Metadata[TurnOffsetKey])
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// Sessions returns every session's turns in order, keyed by session id,
+// whether the session came as one event or one event per message.
+func (d *Dataset) Sessions() map[string][]Message {
+	out := map[string][]Message{}
+	for i := range d.Events {
+		e := &d.Events[i]
+		off := e.TurnOffset()
+		turns := out[e.DocumentID]
+		for len(turns) < off+len(e.Messages) {
+			turns = append(turns, Message{})
+		}
+		copy(turns[off:], e.Messages)
+		out[e.DocumentID] = turns
+	}
+	return out
+}
+
+// Part returns the questions of one part, in dataset order.
+func (d *Dataset) Part(part string) []Question {
+	var out []Question
+	for _, q := range d.Questions {
+		if q.Part == part {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 func writeJSONL[T any](path string, items []T) error {

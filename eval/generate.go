@@ -3,7 +3,9 @@ package eval
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,7 +14,7 @@ import (
 // generatorVersion is recorded in the manifest; bump it whenever the same
 // seed starts producing different files, so old results are not compared
 // with new data by mistake.
-const generatorVersion = "memstream-eval/v1"
+const generatorVersion = "memstream-eval/v2"
 
 // GenConfig sizes a generated dataset. Zero fields take the defaults of
 // WithDefaults, so a caller can override just the seed of a preset.
@@ -28,7 +30,9 @@ type GenConfig struct {
 	CrossLingualBanks int
 	// SessionsPerBank is the number of chat sessions (events) per bank.
 	SessionsPerBank int
-	// Start is when the first session may begin.
+	// Start is when the first session may begin. Zero means the part's own
+	// start (the held-out part happens a year before the tuning part, so
+	// both are backfills of history, as replayed Kafka topics are).
 	Start time.Time
 	// Span is the period the sessions of a bank are spread over. Several
 	// months are needed for "in March"-style temporal questions.
@@ -39,6 +43,14 @@ type GenConfig struct {
 	// FillerExchanges is the minimum number of small-talk user/assistant
 	// exchanges per session; up to two more are added at random.
 	FillerExchanges int
+	// Parts are the benchmark parts to generate (PartHeldOut, PartTuning);
+	// empty means both. Each part has Banks + CrossLingualBanks banks.
+	Parts []string
+	// PerMessageEvery delivers every n-th bank of a part (the second, the
+	// fourth, … for 2) as one event per message, the way most chat logs
+	// reach Kafka, instead of one event per session. Default 2; negative
+	// means never.
+	PerMessageEvery int
 }
 
 // Small is the preset for tests and `make demo`: about 60 questions in five
@@ -47,16 +59,56 @@ func Small() GenConfig {
 	return GenConfig{Seed: 1, Banks: 4, CrossLingualBanks: 1, SessionsPerBank: 10, PerType: 2, FillerExchanges: 3}.WithDefaults()
 }
 
+// Gate is the preset of the `make test` regression gate: the held-out
+// part only, sized to finish in well under a minute of a shared 2-core
+// machine with the default embedder (see gate.go).
+func Gate() GenConfig {
+	c := Small()
+	c.Seed = GateSeed
+	c.Parts = []string{PartHeldOut}
+	return c
+}
+
 // Full is the preset for reported numbers: several hundred questions in 36
 // banks, enough that one question moves a per-type metric by little.
 func Full() GenConfig {
 	return GenConfig{Seed: 1, Banks: 30, CrossLingualBanks: 6, SessionsPerBank: 16, PerType: 2, FillerExchanges: 5}.WithDefaults()
 }
 
+// Preset returns the named preset (small, full or gate) restricted to
+// part (both, heldout or tuning), for the command line.
+func Preset(size, part string) (GenConfig, error) {
+	var c GenConfig
+	switch size {
+	case "small":
+		c = Small()
+	case "full":
+		c = Full()
+	case "gate":
+		c = Gate()
+	default:
+		return c, fmt.Errorf("size %q is not small, full or gate", size)
+	}
+	switch part {
+	case "both", "":
+	case PartHeldOut, PartTuning:
+		if size == "gate" && part != PartHeldOut {
+			return c, fmt.Errorf("the gate preset is the %s part only", PartHeldOut)
+		}
+		c.Parts = []string{part}
+	default:
+		return c, fmt.Errorf("part %q is not %s, %s or both", part, PartHeldOut, PartTuning)
+	}
+	return c, nil
+}
+
 // WithDefaults fills zero fields.
 func (c GenConfig) WithDefaults() GenConfig {
-	if c.Start.IsZero() {
-		c.Start = time.Date(2026, time.January, 5, 0, 0, 0, 0, time.UTC)
+	if len(c.Parts) == 0 {
+		c.Parts = slices.Clone(Parts)
+	}
+	if c.PerMessageEvery == 0 {
+		c.PerMessageEvery = 2
 	}
 	if c.Span == 0 {
 		c.Span = 180 * 24 * time.Hour
@@ -94,11 +146,19 @@ func (c GenConfig) validate() error {
 	case c.FillerExchanges < 0:
 		return errors.New("eval: GenConfig.FillerExchanges must not be negative")
 	}
+	seen := map[string]bool{}
+	for _, p := range c.Parts {
+		if _, ok := vocabularyOf(p); !ok || seen[p] {
+			return fmt.Errorf("eval: GenConfig.Parts: %q is not %s or %s, or repeated", p, PartHeldOut, PartTuning)
+		}
+		seen[p] = true
+	}
 	return nil
 }
 
 // Generate builds a dataset. Every bank draws from its own PCG stream
-// derived from the seed, so adding banks does not change existing ones.
+// derived from the seed and its part, so adding banks or parts does not
+// change existing ones.
 func Generate(cfg GenConfig) (*Dataset, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
@@ -107,8 +167,8 @@ func Generate(cfg GenConfig) (*Dataset, error) {
 	d := &Dataset{Manifest: Manifest{
 		Generator: generatorVersion,
 		Seed:      cfg.Seed,
-		Start:     cfg.Start.UTC(),
 		ByType:    map[string]int{},
+		ByPart:    map[string]int{},
 	}}
 	add := func(g *bankGen) error {
 		if g.err != nil {
@@ -118,29 +178,50 @@ func Generate(cfg GenConfig) (*Dataset, error) {
 		d.Events = append(d.Events, events...)
 		d.Questions = append(d.Questions, qs...)
 		d.Manifest.Banks++
+		d.Manifest.Sessions += len(g.sessions)
+		if g.perMessage {
+			d.Manifest.PerMessageBanks++
+		}
 		return nil
 	}
-	for i := range cfg.Banks {
-		g := newBankGen(cfg, fmt.Sprintf("eval-en-%03d", i), uint64(i)<<1, false)
-		g.plantEnglish()
-		if err := add(g); err != nil {
-			return nil, err
+	for pi, part := range cfg.Parts {
+		v, _ := vocabularyOf(part)
+		start := cfg.Start
+		if start.IsZero() {
+			start = v.start
+		}
+		if pi == 0 || start.Before(d.Manifest.Start) {
+			d.Manifest.Start = start.UTC()
+		}
+		partBit := uint64(0)
+		if part == PartHeldOut {
+			partBit = 1
+		}
+		for i := range cfg.Banks {
+			g := newBankGen(cfg, v, start, fmt.Sprintf("%s-en-%03d", v.bankPrefix, i), uint64(i)<<2|partBit, false)
+			g.perMessage = cfg.PerMessageEvery > 0 && i%cfg.PerMessageEvery == cfg.PerMessageEvery-1
+			g.plantEnglish()
+			if err := add(g); err != nil {
+				return nil, err
+			}
+		}
+		for i := range cfg.CrossLingualBanks {
+			g := newBankGen(cfg, v, start, fmt.Sprintf("%s-zh-%03d", v.bankPrefix, i), uint64(i)<<2|2|partBit, true)
+			g.perMessage = cfg.PerMessageEvery > 0 && i%cfg.PerMessageEvery == cfg.PerMessageEvery-1
+			g.plantChinese()
+			if err := add(g); err != nil {
+				return nil, err
+			}
 		}
 	}
-	for i := range cfg.CrossLingualBanks {
-		g := newBankGen(cfg, fmt.Sprintf("eval-zh-%03d", i), uint64(i)<<1|1, true)
-		g.plantChinese()
-		if err := add(g); err != nil {
-			return nil, err
-		}
-	}
-	d.Manifest.Sessions = len(d.Events)
 	for _, e := range d.Events {
 		d.Manifest.Turns += len(e.Messages)
 	}
+	d.Manifest.Events = len(d.Events)
 	d.Manifest.Questions = len(d.Questions)
 	for _, q := range d.Questions {
 		d.Manifest.ByType[q.Type]++
+		d.Manifest.ByPart[q.Part]++
 	}
 	return d, nil
 }
@@ -166,29 +247,33 @@ type session struct {
 }
 
 type bankGen struct {
-	cfg       GenConfig
-	id        string
-	zh        bool
-	rng       *rand.Rand
-	user      string
-	sessions  []session
-	used      map[string]bool
-	questions []pendingQuestion
-	err       error
+	cfg  GenConfig
+	v    *vocabulary
+	id   string
+	zh   bool
+	rng  *rand.Rand
+	user string
+	// perMessage delivers the bank as one event per message.
+	perMessage bool
+	sessions   []session
+	used       map[string]bool
+	questions  []pendingQuestion
+	err        error
 }
 
-func newBankGen(cfg GenConfig, id string, stream uint64, zh bool) *bankGen {
+func newBankGen(cfg GenConfig, v *vocabulary, start time.Time, id string, stream uint64, zh bool) *bankGen {
 	g := &bankGen{
 		cfg:  cfg,
+		v:    v,
 		id:   id,
 		zh:   zh,
 		rng:  rand.New(rand.NewPCG(uint64(cfg.Seed), stream)),
 		used: map[string]bool{},
 	}
 	if zh {
-		g.user = pick(g.rng, zhUserNames)
+		g.user = pick(g.rng, v.zhUserNames)
 	} else {
-		g.user = pick(g.rng, userNames)
+		g.user = pick(g.rng, v.userNames)
 	}
 	// Sessions get one slot each across the span and start somewhere in
 	// the first half of it, in daytime, so they stay in order and apart.
@@ -196,7 +281,7 @@ func newBankGen(cfg GenConfig, id string, stream uint64, zh bool) *bankGen {
 	slotDays := int(slot / (24 * time.Hour))
 	for i := range cfg.SessionsPerBank {
 		day := i*slotDays + g.rng.IntN(max(1, slotDays/2))
-		start := cfg.Start.UTC().Truncate(24*time.Hour).AddDate(0, 0, day).
+		start := start.UTC().Truncate(24*time.Hour).AddDate(0, 0, day).
 			Add(8*time.Hour + time.Duration(g.rng.IntN(12*60))*time.Minute)
 		g.sessions = append(g.sessions, session{start: start})
 	}
@@ -277,9 +362,9 @@ func (g *bankGen) sessionIn(lo, hi int, avoid ...int) int {
 
 func (g *bankGen) ack() string {
 	if g.zh {
-		return pick(g.rng, acksZH)
+		return pick(g.rng, g.v.acksZH)
 	}
-	return pick(g.rng, acksEN)
+	return pick(g.rng, g.v.acksEN)
 }
 
 // userSays plants a user statement followed by an acknowledgement.
@@ -311,6 +396,7 @@ func (g *bankGen) ask(typ, question string, qt time.Time, gold []string, plants 
 			ID:             fmt.Sprintf("%s-q%03d", g.id, len(g.questions)),
 			BankID:         g.id,
 			Type:           typ,
+			Part:           g.v.part,
 			Question:       question,
 			QueryTimestamp: qt.UTC(),
 			GoldAnswers:    gold,
@@ -330,34 +416,34 @@ func (g *bankGen) end() time.Time {
 func (g *bankGen) plantEnglish() {
 	n := len(g.sessions)
 	k := g.cfg.PerType
-	other := func() string { return pick(g.rng, otherPeople) }
+	other := func() string { return pick(g.rng, g.v.otherPeople) }
 
-	for _, ti := range g.order(len(singleSessionUser))[:k] {
-		t := singleSessionUser[ti]
+	for _, ti := range g.order(len(g.v.ssu))[:k] {
+		t := g.v.ssu[ti]
 		v, neg := g.draw(t.pool), g.draw(t.pool)
 		s, i := g.sessionIn(0, n), g.rng.IntN(len(t.say))
 		ev := g.userSays(s, fill(t.say[i], "v", v), true)
 		g.userSays(g.sessionIn(0, n, s), fill(t.neg[i], "v", neg, "p", other()), false)
 		g.ask(TypeSingleSessionUser, pick(g.rng, t.ask), g.end(), []string{v}, ev)
 	}
-	for _, ti := range g.order(len(singleSessionAssistant))[:k] {
-		t := singleSessionAssistant[ti]
+	for _, ti := range g.order(len(g.v.ssa))[:k] {
+		t := g.v.ssa[ti]
 		v, neg := g.draw(t.pool), g.draw(t.pool)
 		s, i := g.sessionIn(0, n), g.rng.IntN(len(t.say))
 		ev := g.assistantSays(s, pick(g.rng, t.req), fill(t.say[i], "v", v), true)
 		g.assistantSays(g.sessionIn(0, n, s), fill(t.negReq[i], "p", other()), fill(t.neg[i], "v", neg), false)
 		g.ask(TypeSingleSessionAssistant, pick(g.rng, t.ask), g.end(), []string{v}, ev)
 	}
-	for _, ti := range g.order(len(singleSessionPreference))[:k] {
-		t := singleSessionPreference[ti]
+	for _, ti := range g.order(len(g.v.ssp))[:k] {
+		t := g.v.ssp[ti]
 		v, neg := g.draw(t.pool), g.draw(t.pool)
 		s, i := g.sessionIn(0, n), g.rng.IntN(len(t.say))
 		ev := g.userSays(s, fill(t.say[i], "v", v), true)
 		g.userSays(g.sessionIn(0, n, s), fill(t.neg[i], "v", neg, "p", other()), false)
 		g.ask(TypeSingleSessionPreference, pick(g.rng, t.ask), g.end(), []string{v}, ev)
 	}
-	for _, ti := range g.order(len(multiSession))[:k] {
-		t := multiSession[ti]
+	for _, ti := range g.order(len(g.v.multi))[:k] {
+		t := g.v.multi[ti]
 		parts := 2 + g.rng.IntN(3)
 		var plants []*plant
 		var sessions []int
@@ -375,8 +461,8 @@ func (g *bankGen) plantEnglish() {
 		q := g.ask(TypeMultiSession, pick(g.rng, t.ask), g.end(), values, plants...)
 		q.RequireAll = true
 	}
-	for _, ti := range g.order(len(knowledgeUpdate))[:k] {
-		t := knowledgeUpdate[ti]
+	for _, ti := range g.order(len(g.v.update))[:k] {
+		t := g.v.update[ti]
 		old, cur, neg := g.draw(t.pool), g.draw(t.pool), g.draw(t.pool)
 		g.userSays(g.sessionIn(0, n/2), fill(pick(g.rng, t.say), "v", old), false)
 		i := g.rng.IntN(len(t.update))
@@ -385,9 +471,9 @@ func (g *bankGen) plantEnglish() {
 		q := g.ask(TypeKnowledgeUpdate, pick(g.rng, t.ask), g.end(), []string{cur}, ev)
 		q.OldValue = old
 	}
-	g.plantTemporal(k)
-	for _, ti := range g.order(len(abstentionTemplates))[:k] {
-		t := abstentionTemplates[ti]
+	g.v.temporal(g, k)
+	for _, ti := range g.order(len(g.v.abstention))[:k] {
+		t := g.v.abstention[ti]
 		v := g.draw(t.pool)
 		absent := g.draw(t.absent)
 		g.userSays(g.sessionIn(0, n), fill(pick(g.rng, t.say), "v", v), false)
@@ -399,10 +485,10 @@ func (g *bankGen) plantEnglish() {
 
 var numberWords = []string{"", "", "Two", "Three", "Four", "Five"}
 
-// plantTemporal plants k temporal-reasoning questions, each of a different
-// kind. A kind whose timing constraint no session meets is skipped in
-// favour of the next one.
-func (g *bankGen) plantTemporal(k int) {
+// plantTuningTemporal plants k temporal-reasoning questions of the tuning
+// part, each of a different kind. A kind whose timing constraint no
+// session meets is skipped in favour of the next one.
+func (g *bankGen) plantTuningTemporal(k int) {
 	n := len(g.sessions)
 	kinds := g.order(4)
 	planted := 0
@@ -425,7 +511,7 @@ func (g *bankGen) plantTemporal(k int) {
 			v, neg := g.draw(saturdayActivities), g.draw(saturdayActivities)
 			say := []string{"Last Saturday I finally went {v}, it was such a good day.", "I went {v} last Saturday and I'm still sore."}
 			ev := g.userSays(s, fill(pick(g.rng, say), "v", v), true)
-			g.userSays(g.sessionIn(0, n, s), fill("Last Saturday {p} went {v} without me.", "v", neg, "p", pick(g.rng, otherPeople)), false)
+			g.userSays(g.sessionIn(0, n, s), fill("Last Saturday {p} went {v} without me.", "v", neg, "p", pick(g.rng, g.v.otherPeople)), false)
 			// The hardest distractor is the user's own "last Saturday" from
 			// another week: only the query time tells them apart.
 			var otherWeeks []int
@@ -457,7 +543,7 @@ func (g *bankGen) plantTemporal(k int) {
 			month := time.Month(m%12 + 1).String()
 			v, neg := g.draw(monthClasses), g.draw(monthClasses)
 			ev := g.userSays(s, fill("Back in {m} I took a {v} class, and I still use what I learned.", "v", v, "m", month), true)
-			g.userSays(g.sessionIn(0, n, s), fill("{p} wants me to join her {v} class next month.", "v", neg, "p", pick(g.rng, otherPeople)), false)
+			g.userSays(g.sessionIn(0, n, s), fill("{p} wants me to join her {v} class next month.", "v", neg, "p", pick(g.rng, g.v.otherPeople)), false)
 			asks := []string{"Which course did I attend in {m}?", "What was I learning in {m}?"}
 			g.ask(TypeTemporalReasoning, fill(pick(g.rng, asks), "m", month), g.end(), []string{v}, ev)
 		case 2: // "three days ago", asked by calendar date
@@ -502,12 +588,12 @@ func monthIndex(t time.Time) int { return t.Year()*12 + int(t.Month()) - 1 }
 
 func (g *bankGen) plantChinese() {
 	n := len(g.sessions)
-	count := min(3*g.cfg.PerType, len(crossLingual))
-	people := g.order(len(zhPeople))
-	for i, ti := range g.order(len(crossLingual))[:count] {
-		t := crossLingual[ti]
-		who := zhPeople[people[i%len(people)]]
-		negWho := zhPeople[people[(i+1)%len(people)]]
+	count := min(3*g.cfg.PerType, len(g.v.crossLingual))
+	people := g.order(len(g.v.zhPeople))
+	for i, ti := range g.order(len(g.v.crossLingual))[:count] {
+		t := g.v.crossLingual[ti]
+		who := g.v.zhPeople[people[i%len(people)]]
+		negWho := g.v.zhPeople[people[(i+1)%len(people)]]
 		zh, en := splitKey(g.draw(t.pool))
 		negZH, _ := splitKey(g.draw(t.pool))
 		evAlias, qAlias := who.nick, who.full
@@ -527,11 +613,13 @@ func (g *bankGen) plantChinese() {
 }
 
 // finish lays out every session, interleaving plants with filler, and
-// resolves the evidence of each question to (session id, turn index).
+// resolves the evidence of each question to (session id, turn index). A
+// per-message bank sends each turn as its own event of the session's
+// document; the event's TurnOffsetKey metadata says which turn it holds.
 func (g *bankGen) finish() ([]Event, []Question) {
-	lang, assistant, fillers := "en", "Assistant", fillerEN
+	lang, assistant, fillers := "en", "Assistant", g.v.fillerEN
 	if g.zh {
-		lang, assistant, fillers = "zh", "助手", fillerZH
+		lang, assistant, fillers = "zh", "助手", g.v.fillerZH
 	}
 	events := make([]Event, 0, len(g.sessions))
 	for i, s := range g.sessions {
@@ -571,7 +659,16 @@ func (g *bankGen) finish() ([]Event, []Question) {
 				ts = ts.Add(time.Duration(20+g.rng.IntN(160)) * time.Second)
 			}
 		}
-		events = append(events, ev)
+		if !g.perMessage {
+			events = append(events, ev)
+			continue
+		}
+		for t, m := range ev.Messages {
+			meta := maps.Clone(ev.Metadata)
+			meta[TurnOffsetKey] = strconv.Itoa(t)
+			events = append(events, Event{BankID: g.id, EventID: fmt.Sprintf("eval:%s:%03d", sid, t), DocumentID: sid,
+				Messages: []Message{m}, Tags: ev.Tags, Metadata: meta})
+		}
 	}
 	qs := make([]Question, 0, len(g.questions))
 	for _, pq := range g.questions {
@@ -584,10 +681,13 @@ func (g *bankGen) finish() ([]Event, []Question) {
 	return events, qs
 }
 
+// fillSlots fills a filler turn's placeholders, drawing the slot values in
+// key order so the dataset does not depend on map iteration.
 func (g *bankGen) fillSlots(s string) string {
-	return fill(s,
-		"w", pick(g.rng, fillerWeather),
-		"t", pick(g.rng, fillerTasks),
-		"f", pick(g.rng, fillerFood),
-		"s", pick(g.rng, fillerShows))
+	keys := slices.Sorted(maps.Keys(g.v.fillerSlots))
+	kv := make([]string, 0, 2*len(keys))
+	for _, k := range keys {
+		kv = append(kv, k, pick(g.rng, g.v.fillerSlots[k]))
+	}
+	return fill(s, kv...)
 }

@@ -63,16 +63,29 @@ func TestPresetSizes(t *testing.T) {
 		{"full", Full(), 400, 2000},
 	} {
 		d := generate(t, tc.cfg)
-		if n := len(d.Questions); n < tc.min || n > tc.max {
-			t.Errorf("%s: %d questions, want %d..%d", tc.name, n, tc.min, tc.max)
-		}
-		for _, typ := range Types {
-			if d.Manifest.ByType[typ] == 0 {
-				t.Errorf("%s: no %s questions", tc.name, typ)
+		for _, part := range Parts {
+			qs := d.Part(part)
+			if n := len(qs); n < tc.min || n > tc.max {
+				t.Errorf("%s %s: %d questions, want %d..%d", tc.name, part, n, tc.min, tc.max)
+			}
+			byType := map[string]int{}
+			for _, q := range qs {
+				byType[q.Type]++
+			}
+			for _, typ := range Types {
+				if byType[typ] == 0 {
+					t.Errorf("%s %s: no %s questions", tc.name, part, typ)
+				}
+			}
+			if d.Manifest.ByPart[part] != len(qs) {
+				t.Errorf("%s: manifest says %d %s questions, the data has %d", tc.name, d.Manifest.ByPart[part], part, len(qs))
 			}
 		}
-		if d.Manifest.Questions != len(d.Questions) || d.Manifest.Sessions != len(d.Events) {
+		if d.Manifest.Questions != len(d.Questions) || d.Manifest.Sessions != len(d.Sessions()) || d.Manifest.Events != len(d.Events) {
 			t.Errorf("%s: manifest counts %+v do not match the data", tc.name, d.Manifest)
+		}
+		if d.Manifest.PerMessageBanks == 0 || d.Manifest.PerMessageBanks == d.Manifest.Banks {
+			t.Errorf("%s: %d of %d banks per message, want some of each delivery", tc.name, d.Manifest.PerMessageBanks, d.Manifest.Banks)
 		}
 	}
 }
@@ -103,10 +116,10 @@ func TestEventsFollowTheSpec(t *testing.T) {
 		if !bankIDPattern.MatchString(e.BankID) {
 			t.Errorf("bank id %q does not match the spec pattern", e.BankID)
 		}
-		if ids[e.EventID] || ids[e.DocumentID] {
-			t.Errorf("duplicate event or document id in %s", e.EventID)
+		if ids[e.EventID] {
+			t.Errorf("duplicate event id %s", e.EventID)
 		}
-		ids[e.EventID], ids[e.DocumentID] = true, true
+		ids[e.EventID] = true
 		if len(e.Messages) == 0 {
 			t.Errorf("event %s has no messages", e.EventID)
 		}
@@ -164,7 +177,9 @@ func TestQuestionsMatchTheirEvidence(t *testing.T) {
 		sessionStart := map[string]time.Time{}
 		for _, e := range d.Events {
 			bankOf[e.DocumentID] = e.BankID
-			sessionStart[e.DocumentID] = e.Messages[0].Timestamp
+			if e.TurnOffset() == 0 {
+				sessionStart[e.DocumentID] = e.Messages[0].Timestamp
+			}
 		}
 		for _, q := range d.Questions {
 			turns := make([]string, 0, len(q.Evidence))
@@ -227,6 +242,13 @@ func TestQuestionsMatchTheirEvidence(t *testing.T) {
 					t.Errorf("%s: question %q must use an alias the evidence %q does not", q.ID, q.Question, turns[0])
 				}
 			case TypeTemporalReasoning:
+				if strings.Contains(q.Question, "last weekend") {
+					asked := lastSaturday(q.QueryTimestamp)
+					said := lastSaturday(sessionStart[q.Evidence[0].SessionID])
+					if !asked.Equal(said) {
+						t.Errorf("%s: asked at %v (last weekend %v) about a session whose last weekend is %v", q.ID, q.QueryTimestamp, asked, said)
+					}
+				}
 				if strings.Contains(q.Question, "last Saturday") {
 					asked := lastSaturday(q.QueryTimestamp)
 					said := lastSaturday(sessionStart[q.Evidence[0].SessionID])
@@ -269,20 +291,28 @@ func checkUpdate(t *testing.T, d *Dataset, q Question, evidence string, start ma
 	t.Errorf("%s: old value %q is not said before the update", q.ID, q.OldValue)
 }
 
-// checkAbsentTerms makes abstention questions unanswerable in any bank,
-// and checks that each has its near-miss distractor.
+// checkAbsentTerms makes abstention questions unanswerable in any bank of
+// their part (the parts are separate benchmarks and share no bank).
 func checkAbsentTerms(t *testing.T, d *Dataset) {
 	t.Helper()
-	var all strings.Builder
+	partOf := map[string]string{}
+	for _, q := range d.Questions {
+		partOf[q.BankID] = q.Part
+	}
+	all := map[string]*strings.Builder{}
 	for _, e := range d.Events {
+		b := all[partOf[e.BankID]]
+		if b == nil {
+			b = &strings.Builder{}
+			all[partOf[e.BankID]] = b
+		}
 		for _, m := range e.Messages {
-			all.WriteString(strings.ToLower(m.Content))
-			all.WriteByte('\n')
+			b.WriteString(strings.ToLower(m.Content))
+			b.WriteByte('\n')
 		}
 	}
-	text := all.String()
 	for _, q := range d.Questions {
-		if q.Abstention && strings.Contains(text, strings.ToLower(q.AbsentTerm)) {
+		if q.Abstention && strings.Contains(all[q.Part].String(), strings.ToLower(q.AbsentTerm)) {
 			t.Errorf("%s: absent term %q occurs in a turn", q.ID, q.AbsentTerm)
 		}
 	}
@@ -294,22 +324,27 @@ func checkAbsentTerms(t *testing.T, d *Dataset) {
 func TestGoldOnlyInEvidence(t *testing.T) {
 	t.Parallel()
 	d := generate(t, Full())
+	sessions := d.Sessions()
+	bankOf := map[string]string{}
+	for _, e := range d.Events {
+		bankOf[e.DocumentID] = e.BankID
+	}
 	for _, q := range d.Questions {
 		evidence := map[Evidence]bool{}
 		for _, ev := range q.Evidence {
 			evidence[ev] = true
 		}
-		for _, e := range d.Events {
-			if e.BankID != q.BankID {
+		for sid, turns := range sessions {
+			if bankOf[sid] != q.BankID {
 				continue
 			}
-			for i, m := range e.Messages {
-				if evidence[Evidence{SessionID: e.DocumentID, TurnIndex: i}] {
+			for i, m := range turns {
+				if evidence[Evidence{SessionID: sid, TurnIndex: i}] {
 					continue
 				}
 				for _, g := range q.GoldAnswers {
 					if containsFold(m.Content, g) {
-						t.Errorf("%s: gold %q also in %s turn %d: %q", q.ID, g, e.DocumentID, i, m.Content)
+						t.Errorf("%s: gold %q also in %s turn %d: %q", q.ID, g, sid, i, m.Content)
 					}
 				}
 			}
@@ -323,6 +358,11 @@ func TestGoldOnlyInEvidence(t *testing.T) {
 func TestHardNegativesExist(t *testing.T) {
 	t.Parallel()
 	d := generate(t, Small())
+	sessions := d.Sessions()
+	bankOf := map[string]string{}
+	for _, e := range d.Events {
+		bankOf[e.DocumentID] = e.BankID
+	}
 	with, total := 0, 0
 	for _, q := range d.Questions {
 		if q.Abstention || q.Type == TypeCrossLingualAlias || q.Type == TypeTemporalReasoning {
@@ -337,9 +377,9 @@ func TestHardNegativesExist(t *testing.T) {
 			}
 		}
 		found := false
-		for _, e := range d.Events {
-			for i, mm := range e.Messages {
-				if e.BankID != q.BankID || (e.DocumentID == q.Evidence[0].SessionID && i == q.Evidence[0].TurnIndex) || mm.Role != m.Role {
+		for sid, turns := range sessions {
+			for i, mm := range turns {
+				if bankOf[sid] != q.BankID || (sid == q.Evidence[0].SessionID && i == q.Evidence[0].TurnIndex) || mm.Role != m.Role {
 					continue
 				}
 				for _, w := range strings.Fields(strings.ToLower(mm.Content)) {

@@ -71,8 +71,8 @@ func ratio(v float64, n int) string {
 // Arm is one named configuration in an ablation, for example "semantic
 // only" or "rrf".
 type Arm struct {
-	Name   string
-	Report Report
+	Name   string `json:"name"`
+	Report Report `json:"report"`
 }
 
 // AblationMarkdown compares arms against the first one, the baseline

@@ -36,14 +36,70 @@ func Run(ctx context.Context, d *Dataset, r Recaller, opts RunOptions) (Report, 
 	if d == nil || r == nil {
 		return Report{}, fmt.Errorf("eval: Run needs a dataset and a recaller")
 	}
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = 1
+	answers, err := Ask(ctx, d.Questions, r, opts.Concurrency)
+	if err != nil {
+		return Report{}, err
 	}
-	answers := make([]Answer, len(d.Questions))
+	return Score(d.Questions, answers, opts.scoreOptions())
+}
+
+// RunParts asks every question once and scores each part of the dataset
+// on its own, so the held-out and the tuning part are never averaged
+// together. Parts without questions are left out.
+func RunParts(ctx context.Context, d *Dataset, r Recaller, opts RunOptions) (map[string]Report, error) {
+	if d == nil || r == nil {
+		return nil, fmt.Errorf("eval: RunParts needs a dataset and a recaller")
+	}
+	answers, err := Ask(ctx, d.Questions, r, opts.Concurrency)
+	if err != nil {
+		return nil, err
+	}
+	return ScoreParts(d.Questions, answers, opts.scoreOptions())
+}
+
+// ScoreParts scores the questions of each part separately.
+func ScoreParts(questions []Question, answers []Answer, opts ScoreOptions) (map[string]Report, error) {
+	byID := make(map[string]Answer, len(answers))
+	for _, a := range answers {
+		byID[a.QuestionID] = a
+	}
+	out := map[string]Report{}
+	for _, part := range Parts {
+		var qs []Question
+		var as []Answer
+		for _, q := range questions {
+			if q.Part == part {
+				qs = append(qs, q)
+				as = append(as, byID[q.ID])
+			}
+		}
+		if len(qs) == 0 {
+			continue
+		}
+		rep, err := Score(qs, as, opts)
+		if err != nil {
+			return nil, fmt.Errorf("score part %s: %w", part, err)
+		}
+		out[part] = rep
+	}
+	return out, nil
+}
+
+func (o RunOptions) scoreOptions() ScoreOptions {
+	return ScoreOptions{Name: o.Name, TokenBudget: o.TokenBudget, AbstentionPercentile: o.AbstentionPercentile}
+}
+
+// Ask asks every question with up to concurrency in flight and returns
+// the answers in question order. The first recall error stops it.
+func Ask(ctx context.Context, questions []Question, r Recaller, concurrency int) ([]Answer, error) {
+	if concurrency <= 0 {
+		concurrency = 1
+	}
+	answers := make([]Answer, len(questions))
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(opts.Concurrency)
-	for i := range d.Questions {
-		q := &d.Questions[i]
+	g.SetLimit(concurrency)
+	for i := range questions {
+		q := &questions[i]
 		g.Go(func() error {
 			results, took, err := r.Recall(gctx, q.BankID, q.Question, q.QueryTimestamp)
 			if err != nil {
@@ -54,11 +110,7 @@ func Run(ctx context.Context, d *Dataset, r Recaller, opts RunOptions) (Report, 
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return Report{}, err
+		return nil, err
 	}
-	return Score(d.Questions, answers, ScoreOptions{
-		Name:                 opts.Name,
-		TokenBudget:          opts.TokenBudget,
-		AbstentionPercentile: opts.AbstentionPercentile,
-	})
+	return answers, nil
 }

@@ -1,6 +1,9 @@
 package eval
 
-// The template tables below are the benchmark's vocabulary. Pools are kept
+import "time"
+
+// The template tables below are the vocabulary of the tuning part
+// (PartTuning); templates_heldout.go holds the held-out part's. Pools are kept
 // free of values that are substrings of one another (and of the filler), so
 // that "the gold answer appears in the context" means the evidence, or a
 // paraphrase of it, was actually recalled. TestGoldOnlyInEvidence guards it.
@@ -384,3 +387,28 @@ var fillerZH = [][2]string{
 }
 
 var acksZH = []string{"原来如此，谢谢告诉我。", "好的，我记住了。", "真不错！", "哦，这个消息挺意外的。"}
+
+// tuningVocabulary is the tuning part: the vocabulary recall work was
+// developed against since the benchmark's first version.
+var tuningVocabulary = vocabulary{
+	part:         PartTuning,
+	bankPrefix:   "tune",
+	start:        time.Date(2026, time.January, 5, 0, 0, 0, 0, time.UTC),
+	userNames:    userNames,
+	otherPeople:  otherPeople,
+	ssu:          singleSessionUser,
+	ssa:          singleSessionAssistant,
+	ssp:          singleSessionPreference,
+	multi:        multiSession,
+	update:       knowledgeUpdate,
+	abstention:   abstentionTemplates,
+	temporal:     (*bankGen).plantTuningTemporal,
+	zhUserNames:  zhUserNames,
+	zhPeople:     zhPeople,
+	crossLingual: crossLingual,
+	fillerEN:     fillerEN,
+	fillerZH:     fillerZH,
+	fillerSlots:  map[string][]string{"w": fillerWeather, "t": fillerTasks, "f": fillerFood, "s": fillerShows},
+	acksEN:       acksEN,
+	acksZH:       acksZH,
+}

@@ -8,10 +8,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/memstream/memstream/eval"
 )
 
 // demoQuestions are asked of the demo data after ingestion.
@@ -87,7 +91,12 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		printResults(stdout, resp.Results, 4)
 	}
 	fmt.Fprintln(stdout, "\n== waiting for consolidation to fold facts into observations …")
-	if note, err := waitConsolidated(ctx, c, expected, 3*time.Minute, 30*time.Second); err != nil || note != "" {
+	stats := func(ctx context.Context, bank string) (eval.BankStats, error) {
+		var s eval.BankStats
+		err := c.call(ctx, "GET", "/v1/default/banks/"+bank+"/stats", nil, &s)
+		return s, err
+	}
+	if note, err := eval.WaitConsolidated(ctx, stats, slices.Sorted(maps.Keys(expected)), 3*time.Minute, 30*time.Second); err != nil || note != "" {
 		fmt.Fprintf(stdout, "(consolidation: %v%s)\n", err, note)
 	}
 	showLearning(ctx, c, stdout)

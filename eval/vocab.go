@@ -1,0 +1,56 @@
+package eval
+
+import "time"
+
+// Parts of the benchmark. The tuning part is what recall work may be
+// measured and debugged against; the held-out part was written separately,
+// with its own vocabulary, phrasings, names and situations, and is never
+// looked at question by question: its misses are not written out, and it
+// is the part reported and gated. A heuristic fitted to the tuning
+// templates shows up as a gap between the two.
+const (
+	PartTuning  = "tuning"
+	PartHeldOut = "heldout"
+)
+
+// Parts lists the parts in report order.
+var Parts = []string{PartHeldOut, PartTuning}
+
+// vocabulary is everything a part's conversations are made of. The
+// generator's code (session layout, hard negatives, timing) is shared;
+// every word a turn or a question says comes from a vocabulary.
+type vocabulary struct {
+	part string
+	// bankPrefix starts the part's bank ids, so a bank's part can be read
+	// off its id.
+	bankPrefix string
+	// start is when the part's first sessions begin, unless the config
+	// names a start.
+	start time.Time
+
+	userNames, otherPeople []string
+	ssu, ssa, ssp, multi   []factTemplate
+	update, abstention     []factTemplate
+	// temporal plants k temporal-reasoning questions; the kinds and their
+	// wording belong to the part.
+	temporal func(g *bankGen, k int)
+
+	zhUserNames  []string
+	zhPeople     []person
+	crossLingual []zhTemplate
+
+	fillerEN, fillerZH [][2]string
+	// fillerSlots fill the {key} placeholders of filler turns.
+	fillerSlots    map[string][]string
+	acksEN, acksZH []string
+}
+
+func vocabularyOf(part string) (*vocabulary, bool) {
+	switch part {
+	case PartTuning:
+		return &tuningVocabulary, true
+	case PartHeldOut:
+		return &heldOutVocabulary, true
+	}
+	return nil, false
+}
