@@ -526,3 +526,43 @@ func TestOldCityStaysRecallable(t *testing.T) {
 		t.Fatalf("observation occurred_start %s, evidence %d", start, ev)
 	}
 }
+
+// TestBackfillGetsRealTrends replays a year-old history: trends are read
+// on the bank's event clock (its latest event), so the topics that were
+// new, growing and fading at the time are labelled so, not all STALE as
+// the wall clock would have them.
+func TestBackfillGetsRealTrends(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	latest := now.AddDate(-1, 0, 0)
+	day := func(n int) time.Time { return latest.Add(-time.Duration(n) * 24 * time.Hour) }
+	var facts []fact
+	add := func(text string, days ...int) {
+		for _, d := range days {
+			facts = append(facts, fact{text: text, at: day(d)})
+		}
+	}
+	add("Bob plays chess at the club on Sundays", 9, 0)
+	add("Bob bakes sourdough bread with rye flour", 80, 25, 18, 12, 6, 1)
+	add("Bob swims laps in the lake before work", 85, 78, 70, 61, 52, 40, 2)
+	e.persist("bob", facts...)
+	w := e.worker(consolidate.Deps{}, consolidate.Config{})
+	e.drain(w, "bob")
+	got := map[string]string{}
+	for _, o := range valid(e.observations("bob")) {
+		got[o.Text] = o.Trend
+	}
+	want := map[string]string{
+		"Bob plays chess at the club on Sundays":   consolidate.TrendNew,
+		"Bob bakes sourdough bread with rye flour": consolidate.TrendStrengthening,
+		"Bob swims laps in the lake before work":   consolidate.TrendWeakening,
+	}
+	for text, trend := range want {
+		if got[text] != trend {
+			t.Errorf("%q: trend %q, want %q (all observations: %v)", text, got[text], trend, got)
+		}
+	}
+	if clk, err := e.st.BankClock(context.Background(), "bob"); err != nil || !clk.Equal(latest) {
+		t.Errorf("bank clock %v (%v), want the latest event %v", clk, err, latest)
+	}
+}

@@ -509,7 +509,11 @@ func (w *Worker) schedule(ctx context.Context) {
 			continue
 		}
 		for _, b := range banks {
-			if _, err := w.st.RefreshTrends(ctx, b, w.trend); err != nil && ctx.Err() == nil {
+			trend, err := w.bankTrend(ctx, b)
+			if err == nil {
+				_, err = w.st.RefreshTrends(ctx, b, trend)
+			}
+			if err != nil && ctx.Err() == nil {
 				w.log.Warn("scheduled trend refresh", slog.String("bank_id", b), slog.Any("error", err))
 			}
 			if _, err := w.refreshBankModels(ctx, b, true); err != nil && ctx.Err() == nil {
@@ -519,7 +523,21 @@ func (w *Worker) schedule(ctx context.Context) {
 	}
 }
 
-func (w *Worker) trend(ev []time.Time) string { return Trend(ev, w.now()) }
+// bankTrend labels trends on the bank's event clock (its latest event
+// time), not the wall clock: a backfill of last year's logs then shows
+// which topics were new, growing or fading at the time, instead of
+// everything STALE. A clock ahead of the wall clock (future-dated events)
+// is held at the wall clock, and an empty bank uses the wall clock.
+func (w *Worker) bankTrend(ctx context.Context, bankID string) (func([]time.Time) string, error) {
+	clock, err := w.st.BankClock(ctx, bankID)
+	if err != nil {
+		return nil, err
+	}
+	if now := w.now(); clock.IsZero() || clock.After(now) {
+		clock = now
+	}
+	return func(ev []time.Time) string { return Trend(ev, clock) }, nil
+}
 
 // DrainBank consolidates every pending fact of a bank, batch by batch,
 // honouring the bank's pause (checked before each batch) and the rate
@@ -563,13 +581,17 @@ func (w *Worker) drain(ctx context.Context, bankID string, until time.Time) (Res
 		if _, err := w.st.LinkSemantic(ctx, ids); err != nil {
 			return res, err
 		}
+		trend, err := w.bankTrend(ctx, bankID)
+		if err != nil {
+			return res, err
+		}
 		n := w.adj.BatchSize()
 		for i := 0; i < len(facts); i += n {
 			group := facts[i:min(i+n, len(facts))]
 			if err := w.limiter.WaitN(ctx, len(group)); err != nil {
 				return res, err
 			}
-			out, err := w.consolidate(ctx, bankID, group)
+			out, err := w.consolidate(ctx, bankID, group, trend)
 			if err != nil {
 				return res, err
 			}
@@ -583,7 +605,11 @@ func (w *Worker) drain(ctx context.Context, bankID string, until time.Time) (Res
 			break
 		}
 	}
-	if _, err := w.st.RefreshTrends(ctx, bankID, w.trend); err != nil {
+	trend, err := w.bankTrend(ctx, bankID)
+	if err != nil {
+		return res, err
+	}
+	if _, err := w.st.RefreshTrends(ctx, bankID, trend); err != nil {
 		return res, err
 	}
 	if res.Facts > 0 {
@@ -598,7 +624,7 @@ func (w *Worker) drain(ctx context.Context, bankID string, until time.Time) (Res
 
 // consolidate adjudicates one group of facts and applies the decision in
 // one transaction.
-func (w *Worker) consolidate(ctx context.Context, bankID string, group []store.PendingFact) (store.ApplyOutcome, error) {
+func (w *Worker) consolidate(ctx context.Context, bankID string, group []store.PendingFact, trend func([]time.Time) string) (store.ApplyOutcome, error) {
 	start := time.Now()
 	ids := make([]uuid.UUID, len(group))
 	var batch []FactCandidates
@@ -646,7 +672,7 @@ func (w *Worker) consolidate(ctx context.Context, bankID string, group []store.P
 		return store.ApplyOutcome{}, err
 	}
 	out, err := w.st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: bankID, FactIDs: ids, Edits: edits,
-		Now: w.now(), MergeThreshold: w.cfg.MergeThreshold, Trend: w.trend})
+		Now: w.now(), MergeThreshold: w.cfg.MergeThreshold, Trend: trend})
 	if err != nil {
 		return out, err
 	}

@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -71,6 +72,19 @@ type Config struct {
 	// Registerer receives the recall metrics (memstream_recall_*). Nil
 	// keeps them in a private registry: never the global default one.
 	Registerer prometheus.Registerer
+	// Clock gives a bank's event clock (store.Store.BankClock): a request
+	// without a query time is answered as of the bank's latest event, so
+	// recency and "last Saturday" mean the same in a backfilled bank as
+	// they did when it was lived. Nil means the wall clock.
+	Clock BankClock
+	// ClockTTL is how long a bank's clock is cached. Default 5s.
+	ClockTTL time.Duration
+}
+
+// BankClock reads a bank's event clock; the zero time means the bank has
+// none yet.
+type BankClock interface {
+	BankClock(ctx context.Context, bankID string) (time.Time, error)
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -117,6 +131,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
+	}
+	if c.ClockTTL == 0 {
+		c.ClockTTL = 5 * time.Second
 	}
 	return c
 }

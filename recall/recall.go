@@ -69,7 +69,8 @@ type Request struct {
 	// Config.DefaultMaxTokens).
 	MaxTokens int
 	// QueryTime anchors relative time expressions and recency; zero means
-	// now.
+	// the bank's event clock (its latest event, see Config.Clock), or the
+	// wall clock when none is configured.
 	QueryTime time.Time
 	// Tags filters facts by their tags, as TagsMatch says.
 	Tags []string
@@ -230,6 +231,7 @@ type Recaller struct {
 	tok   tokenCounter
 	met   *metrics
 	stats *statCache
+	clock *clockCache
 }
 
 // New returns a Recaller over pool (opened by store.Open, which registers
@@ -258,7 +260,8 @@ func New(pool *pgxpool.Pool, emb Embedder, cfg Config, log *slog.Logger) (*Recal
 	if err != nil {
 		return nil, err
 	}
-	return &Recaller{pool: pool, emb: emb, cfg: cfg, log: log, tok: tok, met: met, stats: stats}, nil
+	return &Recaller{pool: pool, emb: emb, cfg: cfg, log: log, tok: tok, met: met, stats: stats,
+		clock: &clockCache{src: cfg.Clock, ttl: cfg.ClockTTL, at: map[string]clockEntry{}}}, nil
 }
 
 // query is a validated request with its derived settings, shared read-only
@@ -396,6 +399,9 @@ func (r *Recaller) Recall(ctx context.Context, req Request) (Response, error) {
 
 // recall is Recall without the metrics; it also returns the tokens used.
 func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Response, int, error) {
+	if req.QueryTime.IsZero() && req.BankID != "" {
+		req.QueryTime = r.clock.now(ctx, req.BankID)
+	}
 	q, err := r.prepare(req)
 	if err != nil {
 		return Response{}, 0, err

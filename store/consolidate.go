@@ -199,7 +199,8 @@ const (
 		UPDATE memory_units SET proof_count = $2, trend = $3,
 			occurred_start = (SELECT min(ev.evidence_at) FROM observation_evidence ev, since
 				WHERE ev.observation_id = $1 AND (since.t IS NULL OR ev.evidence_at >= since.t)),
-			occurred_end = (SELECT max(evidence_at) FROM observation_evidence WHERE observation_id = $1)
+			occurred_end = (SELECT max(evidence_at) FROM observation_evidence WHERE observation_id = $1),
+			mentioned_at = COALESCE((SELECT max(evidence_at) FROM observation_evidence WHERE observation_id = $1), mentioned_at)
 		WHERE id = $1`
 	qObsNearDuplicates = `SELECT m.id, m.proof_count, m.created_at FROM memory_units m
 		WHERE ` + scopeFilter + ` AND m.embedding IS NOT NULL AND m.id <> $4

@@ -272,7 +272,7 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 	}
 	var rc *recall.Recaller
 	if rl.api || rl.worker {
-		rcfg := recall.Config{Registerer: reg}
+		rcfg := recall.Config{Registerer: reg, Clock: a.st}
 		if cfg.Rerank.Provider == "http" {
 			rr, err := rerank.NewHTTP(rerank.Config{URL: cfg.Rerank.URL, APIKey: cfg.Rerank.APIKey, Model: cfg.Rerank.Model, Timeout: cfg.Rerank.Timeout})
 			if err != nil {

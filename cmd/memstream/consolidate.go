@@ -91,7 +91,7 @@ func cmdConsolidate(ctx context.Context, args []string, stdout, stderr io.Writer
 				r.Facts, pending, r.Created, r.Updated, r.Invalidated, r.Merged)
 		}
 	}
-	rec, err := recall.New(st.Pool(), emb, recall.Config{}, log)
+	rec, err := recall.New(st.Pool(), emb, recall.Config{Clock: st}, log)
 	if err != nil {
 		return err
 	}
