@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/memstream/memstream/broker"
 	"github.com/memstream/memstream/config"
 	"github.com/memstream/memstream/eval"
+	"github.com/memstream/memstream/pgserver"
 )
 
 const evalUsage = `Usage:
@@ -149,7 +149,7 @@ func cmdEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("eval run: --part %q is not heldout or tuning", opts.Part)
 	}
 	if opts.API == "" {
-		tmp, err := tempDataDir("memstream-eval-")
+		tmp, err := pgserver.TempDir("memstream-eval-")
 		if err != nil {
 			return fmt.Errorf("eval run: temporary data_dir: %w", err)
 		}
@@ -184,24 +184,13 @@ func inProcessConfig(cfg config.Config, dataDir string) (config.Config, error) {
 	cfg.HTTP.Addr = "127.0.0.1:0"
 	cfg.Auth = config.Auth{}
 	if cfg.Database.Embedded() {
-		port, err := freePort()
+		port, err := pgserver.FreePort()
 		if err != nil {
 			return cfg, fmt.Errorf("database.embedded_port: %w", err)
 		}
 		cfg.Database.EmbeddedPort = port
 	}
 	return cfg, nil
-}
-
-// freePort asks the kernel for a free TCP port. PostgreSQL binds it a
-// moment later, which is racy in principle but fine for a private run.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // runEval starts memstream in process unless opts.API names a running
