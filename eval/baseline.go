@@ -215,17 +215,12 @@ func topTurns(turns []rawTurn, scores []float64, floor float64) []Retrieved {
 }
 
 // Embedder is what the dense baseline needs: the embedder memstream runs
-// with, so the baseline measures the same model on raw turns.
+// with (embed.Embedder), so the baseline measures the same model on raw
+// turns. Turns are embedded as documents and questions as queries, as
+// memstream embeds facts and recall queries.
 type Embedder interface {
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
-}
-
-// QueryEmbedder is implemented by embedders that embed questions
-// differently from stored texts (models trained with "query:" and
-// "passage:" prefixes, or an input_type); the dense baseline then uses it
-// for questions and Embed for turns, as memstream does.
-type QueryEmbedder interface {
-	EmbedQuery(ctx context.Context, texts []string) ([][]float32, error)
+	EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error)
+	EmbedQueries(ctx context.Context, texts []string) ([][]float32, error)
 }
 
 // Dense is exact cosine top-k over each bank's raw turns, embedded with
@@ -263,7 +258,7 @@ func NewDense(ctx context.Context, d *Dataset, emb Embedder) (*Dense, error) {
 			for _, t := range turns[i:min(i+denseBatch, len(turns))] {
 				texts = append(texts, t.text)
 			}
-			vs, err := emb.Embed(ctx, texts)
+			vs, err := emb.EmbedDocuments(ctx, texts)
 			if err != nil {
 				return nil, fmt.Errorf("dense baseline: embed turns of bank %s: %w", bank, err)
 			}
@@ -287,13 +282,7 @@ func (x *Dense) Recall(ctx context.Context, bankID, query string, _ time.Time) (
 	if ix == nil {
 		return nil, time.Since(began), nil
 	}
-	var vs [][]float32
-	var err error
-	if qe, ok := x.emb.(QueryEmbedder); ok {
-		vs, err = qe.EmbedQuery(ctx, []string{query})
-	} else {
-		vs, err = x.emb.Embed(ctx, []string{query})
-	}
+	vs, err := x.emb.EmbedQueries(ctx, []string{query})
 	if err != nil {
 		return nil, time.Since(began), fmt.Errorf("dense baseline: embed query: %w", err)
 	}

@@ -56,10 +56,10 @@ func TestBM25Tokens(t *testing.T) {
 }
 
 // bagEmbedder embeds a text as hashed lower-cased words, so texts sharing
-// words are similar; queries are marked to check EmbedQuery is used.
+// words are similar; queries are counted to check EmbedQueries is used.
 type bagEmbedder struct{ queries int }
 
-func (b *bagEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+func (b *bagEmbedder) EmbedDocuments(_ context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	for i, t := range texts {
 		v := make([]float32, 64)
@@ -73,9 +73,9 @@ func (b *bagEmbedder) Embed(_ context.Context, texts []string) ([][]float32, err
 	return out, nil
 }
 
-func (b *bagEmbedder) EmbedQuery(ctx context.Context, texts []string) ([][]float32, error) {
+func (b *bagEmbedder) EmbedQueries(ctx context.Context, texts []string) ([][]float32, error) {
 	b.queries++
-	return b.Embed(ctx, texts)
+	return b.EmbedDocuments(ctx, texts)
 }
 
 func TestDenseUsesTheQueryEmbedding(t *testing.T) {
@@ -89,7 +89,7 @@ func TestDenseUsesTheQueryEmbedding(t *testing.T) {
 		t.Fatal(err)
 	}
 	if emb.queries != 1 {
-		t.Errorf("EmbedQuery called %d times, want 1", emb.queries)
+		t.Errorf("EmbedQueries called %d times, want 1", emb.queries)
 	}
 	if len(got) != 4 || got[0].TurnIndex != 1 {
 		t.Errorf("results %+v, want all four turns of bank b with s1#1 first", got)
