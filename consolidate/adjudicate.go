@@ -15,6 +15,10 @@ type Candidate struct {
 	store.ObservationCandidate
 	// Via names the rankings that returned it: semantic, keyword, slot.
 	Via []string
+	// Level is Similarity on the embedder's own scale (simscale.Scale):
+	// 0 for a typical unrelated statement, 1 for a typical restatement.
+	// Rules compare it, never the raw cosine.
+	Level float64
 }
 
 // FactCandidates is one fact to adjudicate with its fused candidates,

@@ -18,9 +18,9 @@ import (
 	"github.com/memstream/memstream/consolidate"
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/internal/pgtest"
-	"github.com/memstream/memstream/text"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/store"
+	"github.com/memstream/memstream/text"
 )
 
 func TestMain(m *testing.M) {

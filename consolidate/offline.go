@@ -11,37 +11,41 @@ import (
 	"github.com/memstream/memstream/text"
 )
 
-// OfflineConfig tunes the offline rules.
+// OfflineConfig tunes the offline rules. Similarity thresholds are levels
+// on the embedder's own scale (Candidate.Level, simscale): 0 is as similar
+// as two unrelated statements of one speaker usually are, 1 as similar as
+// two restatements usually are, whatever the embedder's raw cosines.
 type OfflineConfig struct {
-	// SameTopic is the cosine similarity from which a fact restates an
-	// observation (repetition folding).
+	// SameTopic is the level from which a fact restates an observation
+	// (repetition folding).
 	SameTopic float64
-	// Related is the lower similarity from which a fact restates an
+	// Related is the lower level from which a fact restates an
 	// observation when it also shares at least TermOverlap of its words.
 	Related     float64
 	TermOverlap float64
-	// RetractRelated is the similarity from which a retraction ("I no
-	// longer …") targets an observation, with RetractOverlap of shared
-	// words as the alternative.
+	// RetractRelated is the level from which a retraction ("I no longer
+	// …") targets an observation, with RetractOverlap of shared words as
+	// the alternative.
 	RetractRelated float64
 	RetractOverlap float64
 }
 
-// WithDefaults fills unset thresholds. The defaults are calibrated on the
-// local embedder, where paraphrases sharing most words score 0.6–0.95 and
-// unrelated sentences of one person below 0.25.
+// WithDefaults fills unset thresholds. SameTopic is above a typical
+// restatement (1.5), because a restatement with other words is still a
+// different statement often enough; Related is just below one (0.9) and
+// needs shared words too.
 func (c OfflineConfig) WithDefaults() OfflineConfig {
 	if c.SameTopic == 0 {
-		c.SameTopic = 0.55
+		c.SameTopic = 1.5
 	}
 	if c.Related == 0 {
-		c.Related = 0.35
+		c.Related = 0.9
 	}
 	if c.TermOverlap == 0 {
 		c.TermOverlap = 0.6
 	}
 	if c.RetractRelated == 0 {
-		c.RetractRelated = 0.45
+		c.RetractRelated = 1.2
 	}
 	if c.RetractOverlap == 0 {
 		c.RetractOverlap = 0.6
@@ -53,10 +57,11 @@ func (c OfflineConfig) validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"same_topic", c.SameTopic}, {"related", c.Related}, {"term_overlap", c.TermOverlap},
-		{"retract_related", c.RetractRelated}, {"retract_overlap", c.RetractOverlap}} {
-		if f.v <= 0 || f.v > 1 {
-			return fmt.Errorf("consolidate offline config %s: %v not in (0, 1]", f.name, f.v)
+		max  float64
+	}{{"same_topic", c.SameTopic, 10}, {"related", c.Related, 10}, {"term_overlap", c.TermOverlap, 1},
+		{"retract_related", c.RetractRelated, 10}, {"retract_overlap", c.RetractOverlap, 1}} {
+		if f.v <= 0 || f.v > f.max {
+			return fmt.Errorf("consolidate offline config %s: %v not in (0, %v]", f.name, f.v, f.max)
 		}
 	}
 	if c.Related > c.SameTopic {
@@ -75,8 +80,8 @@ func (c OfflineConfig) validate() error {
 //     stated at or after the observation's newest evidence — replaces the
 //     observation's text; the old text goes to the history and both
 //     periods' evidence stays. The same value folds as repetition.
-//  3. A restatement of an observation (similarity thresholds, or moderate
-//     similarity with a shared vocabulary) folds into it as evidence.
+//  3. A restatement of an observation (a similarity level, or a moderate
+//     level with a shared vocabulary) folds into it as evidence.
 //  4. Anything else creates a new observation from the fact's text.
 type Offline struct {
 	cfg OfflineConfig
@@ -124,7 +129,7 @@ func (o *Offline) decide(fc FactCandidates, d *Decision) {
 			if isRetraction(c.Text) {
 				continue
 			}
-			if c.Similarity >= o.cfg.RetractRelated || overlap(terms, contentTerms(c.Text)) >= o.cfg.RetractOverlap {
+			if c.Level >= o.cfg.RetractRelated || overlap(terms, contentTerms(c.Text)) >= o.cfg.RetractOverlap {
 				if best == nil || c.Similarity > best.Similarity {
 					best = c
 				}
@@ -173,7 +178,7 @@ func (o *Offline) decide(fc FactCandidates, d *Decision) {
 		if s, ok := parseSlot(c.Text); ok && hasSlot && s.key() == slot.key() && s.Value != slot.Value {
 			continue
 		}
-		if c.Similarity >= o.cfg.SameTopic || (c.Similarity >= o.cfg.Related && overlap(terms, contentTerms(c.Text)) >= o.cfg.TermOverlap) {
+		if c.Level >= o.cfg.SameTopic || (c.Level >= o.cfg.Related && overlap(terms, contentTerms(c.Text)) >= o.cfg.TermOverlap) {
 			if best == nil || c.Similarity > best.Similarity {
 				best = c
 			}
@@ -181,7 +186,7 @@ func (o *Offline) decide(fc FactCandidates, d *Decision) {
 	}
 	if best != nil {
 		d.Updates = append(d.Updates, Update{ObservationID: best.ID, SourceFactIDs: src, Relevance: float32(best.Similarity),
-			Reason: fmt.Sprintf("repetition: restates the observation (similarity %.2f)", best.Similarity)})
+			Reason: fmt.Sprintf("repetition: restates the observation (similarity %.2f, level %.2f)", best.Similarity, best.Level)})
 		return
 	}
 	d.Creates = append(d.Creates, create)

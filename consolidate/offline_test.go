@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/memstream/memstream/simscale"
 	"github.com/memstream/memstream/store"
 )
 
@@ -70,8 +71,11 @@ func TestOfflineDecisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	// Cosines as the hashed embedder gives them, placed on its scale.
+	scale := simscale.Scale{Unrelated: 0.05, Related: 0.38}
 	obs := func(text string, sim float64, meta map[string]string, last time.Time) Candidate {
-		return Candidate{ObservationCandidate: store.ObservationCandidate{ID: uuid.New(), Text: text, Similarity: sim, Metadata: meta, LastEvidence: last}}
+		return Candidate{ObservationCandidate: store.ObservationCandidate{ID: uuid.New(), Text: text, Similarity: sim, Metadata: meta, LastEvidence: last},
+			Level: scale.Level(sim)}
 	}
 	fact := func(text string) store.PendingFact {
 		return store.PendingFact{ID: uuid.New(), Text: text, MentionedAt: at, State: "valid"}

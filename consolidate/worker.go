@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
+	"github.com/memstream/memstream/simscale"
 	"github.com/memstream/memstream/store"
 	"github.com/memstream/memstream/text"
 )
@@ -47,6 +48,10 @@ type Deps struct {
 	// Progress, when set, is called after each batch of DrainBank with
 	// the running totals (the consolidate command prints it).
 	Progress func(bankID string, r Result)
+	// Scale is the embedder's similarity scale (simscale.Load). The zero
+	// value means "measure it": the worker embeds the probe set once,
+	// before its first drain.
+	Scale simscale.Scale
 }
 
 // Config configures the Worker (config section consolidation).
@@ -85,9 +90,13 @@ type Config struct {
 	RetryBase, RetryMax time.Duration
 	// Candidates is how many fused candidate observations a fact gets.
 	Candidates int
-	// MergeThreshold is the cosine similarity from which two observations
-	// of one scope are merged.
+	// MergeThreshold is how close two observations of one scope must be
+	// to be merged, as the fraction of the way from a typical restatement
+	// to identity on the embedder's scale (simscale.Scale.NearDuplicate).
 	MergeThreshold float64
+	// LinkLevel is the similarity level (simscale) from which a fact gets
+	// a semantic link to a neighbour: twice a typical restatement's.
+	LinkLevel float64
 	// WorkerID names this worker in jobs.locked_by.
 	WorkerID string
 }
@@ -134,7 +143,10 @@ func (c Config) WithDefaults() Config {
 		c.Candidates = 10
 	}
 	if c.MergeThreshold == 0 {
-		c.MergeThreshold = 0.97
+		c.MergeThreshold = 0.95
+	}
+	if c.LinkLevel == 0 {
+		c.LinkLevel = 2
 	}
 	if c.WorkerID == "" {
 		host, _ := os.Hostname()
@@ -173,6 +185,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("consolidate config Candidates: %d, must be at least 1", c.Candidates)
 	case c.MergeThreshold <= 0 || c.MergeThreshold > 1:
 		return fmt.Errorf("consolidate config MergeThreshold: %v not in (0, 1]", c.MergeThreshold)
+	case c.LinkLevel <= 0:
+		return fmt.Errorf("consolidate config LinkLevel: %v, must be positive", c.LinkLevel)
 	}
 	return nil
 }
@@ -220,6 +234,9 @@ type Worker struct {
 	cfg     Config
 	limiter *rate.Limiter
 	m       metrics
+
+	scaleMu sync.Mutex
+	scale   simscale.Scale
 }
 
 type metrics struct {
@@ -299,7 +316,7 @@ func New(deps Deps, cfg Config) (*Worker, error) {
 		lim = rate.NewLimiter(rate.Limit(cfg.RatePerSecond), burst)
 	}
 	return &Worker{st: deps.Store, emb: deps.Embedder, adj: deps.Adjudicator, rec: deps.Recaller, log: deps.Log, now: deps.Clock,
-		onBatch: deps.Progress, cfg: cfg, limiter: lim, m: m}, nil
+		onBatch: deps.Progress, cfg: cfg, limiter: lim, m: m, scale: deps.Scale}, nil
 }
 
 // Run claims and drains consolidation jobs until ctx ends, with
@@ -523,6 +540,22 @@ func (w *Worker) schedule(ctx context.Context) {
 	}
 }
 
+// similarityScale returns the embedder's scale, measuring it on the probe
+// set the first time when Deps gave none.
+func (w *Worker) similarityScale(ctx context.Context) (simscale.Scale, error) {
+	w.scaleMu.Lock()
+	defer w.scaleMu.Unlock()
+	if w.scale != (simscale.Scale{}) {
+		return w.scale, nil
+	}
+	s, err := simscale.Measure(ctx, w.emb, "consolidation worker")
+	if err != nil {
+		return simscale.Scale{}, err
+	}
+	w.scale = s
+	return s, nil
+}
+
 // bankTrend labels trends on the bank's event clock (its latest event
 // time), not the wall clock: a backfill of last year's logs then shows
 // which topics were new, growing or fading at the time, instead of
@@ -578,7 +611,11 @@ func (w *Worker) drain(ctx context.Context, bankID string, until time.Time) (Res
 		for i, f := range facts {
 			ids[i] = f.ID
 		}
-		if _, err := w.st.LinkSemantic(ctx, ids); err != nil {
+		scale, err := w.similarityScale(ctx)
+		if err != nil {
+			return res, err
+		}
+		if _, err := w.st.LinkSemantic(ctx, ids, scale.Cosine(w.cfg.LinkLevel)); err != nil {
 			return res, err
 		}
 		trend, err := w.bankTrend(ctx, bankID)
@@ -591,7 +628,7 @@ func (w *Worker) drain(ctx context.Context, bankID string, until time.Time) (Res
 			if err := w.limiter.WaitN(ctx, len(group)); err != nil {
 				return res, err
 			}
-			out, err := w.consolidate(ctx, bankID, group, trend)
+			out, err := w.consolidate(ctx, bankID, group, trend, scale)
 			if err != nil {
 				return res, err
 			}
@@ -624,7 +661,7 @@ func (w *Worker) drain(ctx context.Context, bankID string, until time.Time) (Res
 
 // consolidate adjudicates one group of facts and applies the decision in
 // one transaction.
-func (w *Worker) consolidate(ctx context.Context, bankID string, group []store.PendingFact, trend func([]time.Time) string) (store.ApplyOutcome, error) {
+func (w *Worker) consolidate(ctx context.Context, bankID string, group []store.PendingFact, trend func([]time.Time) string, scale simscale.Scale) (store.ApplyOutcome, error) {
 	start := time.Now()
 	ids := make([]uuid.UUID, len(group))
 	var batch []FactCandidates
@@ -655,6 +692,9 @@ func (w *Worker) consolidate(ctx context.Context, bankID string, group []store.P
 		}
 		cands := interleave(w.cfg.Candidates, map[string][]store.ObservationCandidate{
 			"slot": lists.Slot, "semantic": lists.Semantic, "keyword": lists.Keyword}, "slot", "semantic", "keyword")
+		for i := range cands {
+			cands[i].Level = scale.Level(cands[i].Similarity)
+		}
 		batch = append(batch, FactCandidates{Fact: *f, Candidates: cands})
 	}
 	var dec Decision
@@ -672,7 +712,7 @@ func (w *Worker) consolidate(ctx context.Context, bankID string, group []store.P
 		return store.ApplyOutcome{}, err
 	}
 	out, err := w.st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: bankID, FactIDs: ids, Edits: edits,
-		Now: w.now(), MergeThreshold: w.cfg.MergeThreshold, Trend: trend})
+		Now: w.now(), MergeThreshold: scale.NearDuplicate(w.cfg.MergeThreshold), Trend: trend})
 	if err != nil {
 		return out, err
 	}

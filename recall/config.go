@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memstream/memstream/simscale"
 )
 
 // BudgetLevel is what one Request.Budget value buys.
@@ -79,6 +81,12 @@ type Config struct {
 	Clock BankClock
 	// ClockTTL is how long a bank's clock is cached. Default 5s.
 	ClockTTL time.Duration
+	// Scale is the embedder's similarity scale (simscale.Load): cosines
+	// enter scores as Scale.Relevance and diversity as Scale.Redundancy,
+	// so an embedder whose cosines all sit near 0.8 does not add a
+	// near-constant to every score. The zero value uses cosines as they
+	// are (clamped to [0, 1]).
+	Scale simscale.Scale
 }
 
 // BankClock reads a bank's event clock; the zero time means the bank has

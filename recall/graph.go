@@ -394,7 +394,7 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 	nearIDs := make([]uuid.UUID, len(near))
 	nearSims := make([]float64, len(near))
 	for i, c := range near {
-		nearIDs[i], nearSims[i] = c.ID, c.Score
+		nearIDs[i], nearSims[i] = c.ID, r.cfg.Scale.Relevance(c.Score)
 	}
 	entIDs := make([]uuid.UUID, 0, len(seeds))
 	entW := make([]float64, 0, len(seeds))

@@ -1,15 +1,19 @@
 package recall
 
-import "math"
+import (
+	"math"
+
+	"github.com/memstream/memstream/simscale"
+)
 
 // diversify reorders hs (sorted by final score, best first) by maximal
 // marginal relevance with weight d on diversity. Relevance is the final
 // score scaled to the best one; redundancy is the highest cosine to an
-// already picked fact. A fact without an embedding counts as redundant
+// already picked fact, as the scale's redundancy (0 for unrelated texts). A fact without an embedding counts as redundant
 // with nothing. Quadratic in len(hs), which hydration caps at a few
 // pools (150 at the mid budget: well under a millisecond of arithmetic
 // per hundred dimensions).
-func diversify(hs []hydrated, d float64) {
+func diversify(hs []hydrated, d float64, scale simscale.Scale) {
 	n := len(hs)
 	if n < 3 {
 		return
@@ -35,7 +39,7 @@ func diversify(hs []hydrated, d float64) {
 			if picked[i] {
 				continue
 			}
-			if s := cosine(hs[i].vec, hs[last].vec, norms[i], norms[last]); s > maxSim[i] {
+			if s := scale.Redundancy(cosine(hs[i].vec, hs[last].vec, norms[i], norms[last])); s > maxSim[i] {
 				maxSim[i] = s
 			}
 			v := (1-d)*hs[i].Scores.Final/top - d*maxSim[i]

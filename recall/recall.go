@@ -509,7 +509,7 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 			rerankNote = r.rerank(ctx, q.Query, hs)
 		}
 		if q.Diversity > 0 {
-			diversify(hs, q.Diversity)
+			diversify(hs, q.Diversity, r.cfg.Scale)
 		}
 		hs, used, dropped = r.fitBudget(hs, q.MaxTokens)
 		resp.Results = make([]Result, len(hs))

@@ -45,7 +45,8 @@ func trendFactor(trend string) float64 {
 //	final = (0.7·fused + 0.3·similarity) · recency · (1 + 0.1·ln proof_count) · trend
 //
 // fused is the RRF (or interleave) value scaled to 1 for the best
-// candidate; similarity is the cosine to the query, clamped to [0, 1];
+// candidate; similarity is the cosine to the query as Config.Scale's
+// relevance (0 for a typical unrelated text, 1 for identity);
 // recency = 0.8 + 0.2·0.5^(age/half-life) (see recency).
 func scoreResults(hs []hydrated, fs []fused, q *query, cfg Config) {
 	byID := make(map[uuid.UUID]*fused, len(fs))
@@ -55,7 +56,7 @@ func scoreResults(hs []hydrated, fs []fused, q *query, cfg Config) {
 	for i := range hs {
 		h := &hs[i]
 		f := byID[h.ID]
-		sim := min(max(h.sim, 0), 1)
+		sim := cfg.Scale.Relevance(h.sim)
 		h.Scores = Scores{Semantic: sim}
 		rel := 0.0
 		if f != nil {

@@ -91,7 +91,7 @@ func (r *Recaller) temporal(ctx context.Context, q *query) ([]Candidate, string,
 		if err := row.Scan(&id, &os, &oe, &mentioned, &sim); err != nil {
 			return err
 		}
-		out = append(out, Candidate{ID: id, Score: temporalScore(q.windows, os, oe, mentioned, sim)})
+		out = append(out, Candidate{ID: id, Score: temporalScore(q.windows, os, oe, mentioned, r.cfg.Scale.Relevance(sim))})
 		return nil
 	})
 	if err != nil {

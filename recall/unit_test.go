@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/goleak"
 
+	"github.com/memstream/memstream/simscale"
 	"github.com/memstream/memstream/timeparse"
 )
 
@@ -286,13 +287,13 @@ func TestDiversifyPushesDuplicatesDown(t *testing.T) {
 		return out
 	}
 	got := slices.Clone(hs)
-	diversify(got, 0.5)
+	diversify(got, 0.5, simscale.Scale{})
 	if want := []string{"a", "b", "no-vector", "c", "a-again"}; !slices.Equal(texts(got), want) {
 		t.Errorf("diversify(0.5) = %v, want %v", texts(got), want)
 	}
 	// A small weight only breaks near-ties: the order stays.
 	got = slices.Clone(hs)
-	diversify(got, 0.01)
+	diversify(got, 0.01, simscale.Scale{})
 	if want := texts(hs); !slices.Equal(texts(got), want) {
 		t.Errorf("diversify(0.01) = %v, want the score order %v", texts(got), want)
 	}

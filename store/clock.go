@@ -34,18 +34,18 @@ func (s *Store) BankClock(ctx context.Context, bankID string) (time.Time, error)
 	return t.UTC(), nil
 }
 
-// Meta returns the value stored under key in memstream_meta, or
-// ErrNotFound.
-func (s *Store) Meta(ctx context.Context, key string) (string, error) {
+// Meta returns the value stored under key in memstream_meta, and whether
+// there is one.
+func (s *Store) Meta(ctx context.Context, key string) (string, bool, error) {
 	var v string
 	err := s.pool.QueryRow(ctx, qMetaGet, key).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", fmt.Errorf("meta %s: %w", key, ErrNotFound)
+		return "", false, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("meta %s: %w", key, err)
+		return "", false, fmt.Errorf("meta %s: %w", key, err)
 	}
-	return v, nil
+	return v, true, nil
 }
 
 // PutMeta stores value under key in memstream_meta, replacing any value.

@@ -179,7 +179,7 @@ const (
 			ORDER BY ue2.mentioned_at DESC LIMIT 5) o
 		WHERE ue.unit_id = ANY($1::uuid[])
 		ON CONFLICT DO NOTHING`
-	// Semantic links to the nearest facts (cosine similarity ≥ 0.7) through
+	// Semantic links to the nearest facts (cosine similarity ≥ $2) through
 	// the HNSW index. One index probe per fact costs more than the rest of
 	// persistence together, so it runs in the background (LinkSemantic), not
 	// in the ingest transaction.
@@ -192,7 +192,7 @@ const (
 			FROM memory_units m
 			WHERE m.bank_id = u.bank_id AND m.id <> u.id AND m.fact_type <> 'observation'
 			ORDER BY m.embedding <=> u.embedding LIMIT 3) o
-		WHERE u.embedding IS NOT NULL AND o.sim >= 0.7
+		WHERE u.embedding IS NOT NULL AND o.sim >= $2
 		ON CONFLICT DO NOTHING`
 	qLinkSearchSettings = `SELECT set_config('hnsw.ef_search', '20', true), set_config('hnsw.iterative_scan', 'relaxed_order', true)`
 	qInsertAudit        = `INSERT INTO defense_audit (bank_id, event_key, label, action, fingerprint)
@@ -579,9 +579,11 @@ func (s *Store) RecordDeadLetter(ctx context.Context, topic string, partition in
 // UUID is the id type of memory units, chunks and entities.
 type UUID = uuid.UUID
 
-// LinkSemantic adds semantic links (similarity ≥ 0.7, top 3) from the given
-// facts to their nearest neighbours in the same bank. It is idempotent.
-func (s *Store) LinkSemantic(ctx context.Context, ids []uuid.UUID) (int64, error) {
+// LinkSemantic adds semantic links (cosine similarity ≥ minSim, top 3) from
+// the given facts to their nearest neighbours in the same bank. minSim is
+// the caller's, derived from the embedder's own scale (simscale): no
+// constant fits every embedder. It is idempotent.
+func (s *Store) LinkSemantic(ctx context.Context, ids []uuid.UUID, minSim float64) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
@@ -590,7 +592,7 @@ func (s *Store) LinkSemantic(ctx context.Context, ids []uuid.UUID) (int64, error
 		if _, err := tx.Exec(ctx, qLinkSearchSettings); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, qSemanticLinks, ids)
+		tag, err := tx.Exec(ctx, qSemanticLinks, ids, minSim)
 		n = tag.RowsAffected()
 		return err
 	})

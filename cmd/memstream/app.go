@@ -31,6 +31,7 @@ import (
 	"github.com/memstream/memstream/recallapi"
 	"github.com/memstream/memstream/reflect"
 	"github.com/memstream/memstream/rerank"
+	"github.com/memstream/memstream/simscale"
 	"github.com/memstream/memstream/store"
 )
 
@@ -189,6 +190,19 @@ func prefixes(c config.Embed, def embed.Prefixes) embed.Prefixes {
 	return p
 }
 
+// embedderKey names the embedder a similarity scale belongs to: provider,
+// model and dimension.
+func embedderKey(cfg config.Config) string {
+	model := cfg.Embed.Model
+	switch cfg.Embed.Provider {
+	case "local":
+		model = embed.LocalModelName
+	case "hash":
+		model = "hash"
+	}
+	return fmt.Sprintf("%s/%s/%d", cfg.Embed.Provider, model, cfg.Embed.Dim)
+}
+
 func basePolicy(cfg config.Config) defense.Policy {
 	return defense.Policy{Default: defense.Action(cfg.Defense.DefaultAction), EnableEmail: cfg.Defense.EnableEmail, EnablePhone: cfg.Defense.EnablePhone}
 }
@@ -227,6 +241,10 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 	emb, err := newEmbedder(cfg)
 	if err != nil {
 		return a, err
+	}
+	scale, err := simscale.Load(ctx, a.st, emb, embedderKey(cfg))
+	if err != nil {
+		return a, fmt.Errorf("embed: %w", err)
 	}
 	salt := cfg.Defense.AuditSalt
 	if salt == "" {
@@ -272,7 +290,7 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 	}
 	var rc *recall.Recaller
 	if rl.api || rl.worker {
-		rcfg := recall.Config{Registerer: reg, Clock: a.st}
+		rcfg := recall.Config{Registerer: reg, Clock: a.st, Scale: scale}
 		if cfg.Rerank.Provider == "http" {
 			rr, err := rerank.NewHTTP(rerank.Config{URL: cfg.Rerank.URL, APIKey: cfg.Rerank.APIKey, Model: cfg.Rerank.Model, Timeout: cfg.Rerank.Timeout})
 			if err != nil {
@@ -287,7 +305,7 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 	// The worker role runs consolidation; the api role needs the same
 	// worker for on-demand mental-model refreshes.
 	if (rl.worker && cfg.Consolidation.Enabled) || rl.api {
-		if a.worker, err = newConsolidationWorker(cfg, a.st, emb, rc, reg, log, nil); err != nil {
+		if a.worker, err = newConsolidationWorker(cfg, a.st, emb, scale, rc, reg, log, nil); err != nil {
 			return a, err
 		}
 		a.runWorker = rl.worker && cfg.Consolidation.Enabled

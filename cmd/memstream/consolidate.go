@@ -15,6 +15,7 @@ import (
 	"github.com/memstream/memstream/config"
 	"github.com/memstream/memstream/consolidate"
 	"github.com/memstream/memstream/recall"
+	"github.com/memstream/memstream/simscale"
 	"github.com/memstream/memstream/store"
 )
 
@@ -35,7 +36,7 @@ func newAdjudicator(cfg config.Config) (consolidate.Adjudicator, error) {
 // the same constructor serves `serve --roles worker` and the on-demand
 // `consolidate` command. rec ranks observations for mental models (nil: a
 // plain similarity query); reg may be nil.
-func newConsolidationWorker(cfg config.Config, st *store.Store, emb consolidate.Embedder, rec consolidate.ObservationRecaller,
+func newConsolidationWorker(cfg config.Config, st *store.Store, emb consolidate.Embedder, scale simscale.Scale, rec consolidate.ObservationRecaller,
 	reg prometheus.Registerer, log *slog.Logger, progress func(string, consolidate.Result)) (*consolidate.Worker, error) {
 	adj, err := newAdjudicator(cfg)
 	if err != nil {
@@ -43,7 +44,7 @@ func newConsolidationWorker(cfg config.Config, st *store.Store, emb consolidate.
 	}
 	c := cfg.Consolidation
 	return consolidate.New(consolidate.Deps{Store: st, Embedder: emb, Adjudicator: adj, Recaller: rec, Log: log.With("component", "consolidate"),
-		Registerer: reg, Progress: progress}, consolidate.Config{Workers: c.Workers, BatchSize: c.BatchSize,
+		Registerer: reg, Progress: progress, Scale: scale}, consolidate.Config{Workers: c.Workers, BatchSize: c.BatchSize,
 		PollInterval: c.PollInterval, RatePerSecond: c.RatePerSecond, MentalModelMinInterval: c.MentalModelMinInterval,
 		MaxDrain: c.MaxDrain, JobRetention: c.JobRetention, FailedJobRetention: c.FailedJobRetention})
 }
@@ -91,11 +92,15 @@ func cmdConsolidate(ctx context.Context, args []string, stdout, stderr io.Writer
 				r.Facts, pending, r.Created, r.Updated, r.Invalidated, r.Merged)
 		}
 	}
-	rec, err := recall.New(st.Pool(), emb, recall.Config{Clock: st}, log)
+	scale, err := simscale.Load(ctx, st, emb, embedderKey(cfg))
 	if err != nil {
 		return err
 	}
-	w, err := newConsolidationWorker(cfg, st, emb, rec, nil, log, progress)
+	rec, err := recall.New(st.Pool(), emb, recall.Config{Clock: st, Scale: scale}, log)
+	if err != nil {
+		return err
+	}
+	w, err := newConsolidationWorker(cfg, st, emb, scale, rec, nil, log, progress)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/memstream/memstream/broker"
 	"github.com/memstream/memstream/config"
-	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/eval"
 	"github.com/memstream/memstream/pgserver"
 )
@@ -244,20 +243,7 @@ func runEval(ctx context.Context, opts evalRunOptions, stderr io.Writer) (*eval.
 		if err != nil {
 			return nil, err
 		}
-		bc.Embedder = docQueryEmbedder{emb}
+		bc.Embedder = emb
 	}
 	return eval.RunBenchmark(ctx, bc)
-}
-
-// docQueryEmbedder gives an embedder without a query/document distinction
-// the two methods eval.Embedder asks for; it goes once every provider
-// embeds queries and documents apart.
-type docQueryEmbedder struct{ embed.Embedder }
-
-func (e docQueryEmbedder) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
-	return e.Embed(ctx, texts)
-}
-
-func (e docQueryEmbedder) EmbedQueries(ctx context.Context, texts []string) ([][]float32, error) {
-	return e.Embed(ctx, texts)
 }

@@ -1,0 +1,222 @@
+// Package simscale puts the cosine similarities of any embedder on one
+// scale, so that no threshold in memstream assumes one embedder's numbers.
+//
+// Embedders disagree wildly about what a cosine means: hashed n-grams give
+// unrelated sentences about 0.05 and restatements 0.5; a sentence model
+// such as multilingual-e5 gives everything between 0.8 and 0.9. A fixed
+// "same topic at 0.55" folds nothing with one and everything with the
+// other. So memstream measures each embedder once on a fixed probe set of
+// restatements and unrelated statements (probe.go), and expresses every
+// threshold as a level on that embedder's own scale:
+//
+//	level(cos) = (cos − unrelated) / (related − unrelated)
+//
+// where unrelated and related are the medians of the probe's unrelated and
+// restating pairs. Level 0 is "as similar as two unrelated statements of
+// one speaker usually are", level 1 "as similar as two restatements usually
+// are". Queries against documents have their own pair of anchors (a
+// question and the statements that answer it), because retrieval models
+// place queries differently from documents.
+//
+// The scale of an embedder is measured at start-up the first time it is
+// used against a database and kept there (memstream_meta, keyed by
+// provider, model and dimension), so every replica uses the same numbers.
+package simscale
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Scale is one embedder's similarity scale.
+type Scale struct {
+	// Key identifies the embedder (provider/model/dim).
+	Key     string `json:"key"`
+	Version int    `json:"version"`
+	// Unrelated and Related are the median cosines of unrelated and of
+	// restating document pairs of the probe set.
+	Unrelated float64 `json:"unrelated"`
+	Related   float64 `json:"related"`
+	// QueryUnrelated and QueryAnswer are the median cosines of a question
+	// against unrelated statements and against the statements that answer
+	// it.
+	QueryUnrelated float64 `json:"query_unrelated"`
+	QueryAnswer    float64 `json:"query_answer"`
+}
+
+// Identity is the scale whose levels are cosines (unrelated 0, related 1):
+// the reference the level constants of memstream were written in, and the
+// fallback of code that has no measured scale.
+var Identity = Scale{Key: "identity", Unrelated: 0, Related: 1, QueryUnrelated: 0, QueryAnswer: 1}
+
+// Level places a document-document cosine on the scale.
+func (s Scale) Level(cos float64) float64 { return (cos - s.Unrelated) / s.span() }
+
+// Cosine is the document-document cosine at a level: the inverse of Level,
+// for code that hands a threshold to the database.
+func (s Scale) Cosine(level float64) float64 { return s.Unrelated + level*s.span() }
+
+// QueryLevel places a query-document cosine on the scale.
+func (s Scale) QueryLevel(cos float64) float64 { return (cos - s.QueryUnrelated) / s.querySpan() }
+
+// QueryCosine is the query-document cosine at a level.
+func (s Scale) QueryCosine(level float64) float64 { return s.QueryUnrelated + level*s.querySpan() }
+
+// Relevance maps a query-document cosine to [0, 1]: 0 at or below the
+// typical unrelated statement, 1 at identity, linear between. It replaces
+// a clamped raw cosine in scores, where an embedder whose cosines all sit
+// near 0.8 would otherwise add a near-constant.
+func (s Scale) Relevance(cos float64) float64 {
+	return clamp01((cos - s.QueryUnrelated) / (1 - s.QueryUnrelated))
+}
+
+// Redundancy maps a document-document cosine to [0, 1] the same way, for
+// diversity: two unrelated statements are not redundant at all, a copy is
+// fully.
+func (s Scale) Redundancy(cos float64) float64 {
+	return clamp01((cos - s.Unrelated) / (1 - s.Unrelated))
+}
+
+// NearDuplicate is the document cosine from which two texts are taken for
+// the same text: the fraction f of the way from a typical restatement to
+// identity.
+func (s Scale) NearDuplicate(f float64) float64 { return s.Related + f*(1-s.Related) }
+
+func (s Scale) span() float64 {
+	if d := s.Related - s.Unrelated; d > 1e-6 {
+		return d
+	}
+	return 1e-6
+}
+
+func (s Scale) querySpan() float64 {
+	if d := s.QueryAnswer - s.QueryUnrelated; d > 1e-6 {
+		return d
+	}
+	return 1e-6
+}
+
+func clamp01(x float64) float64 { return min(max(x, 0), 1) }
+
+// Embedder is what Measure needs (embed.Embedder has both methods).
+type Embedder interface {
+	EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error)
+	EmbedQueries(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// Measure embeds the probe set with emb and returns its scale. It fails
+// when the embedder does, or when the embedder cannot tell restatements
+// from unrelated statements at all (related not above unrelated): no
+// threshold could be derived from it.
+func Measure(ctx context.Context, emb Embedder, key string) (Scale, error) {
+	var docs []string
+	var groupOf []int
+	var questions []string
+	for gi, g := range probeGroups {
+		for j := range g.statements {
+			docs = append(docs, probeStatement(g, j))
+			groupOf = append(groupOf, gi)
+		}
+		questions = append(questions, g.question)
+	}
+	dv, err := emb.EmbedDocuments(ctx, docs)
+	if err != nil {
+		return Scale{}, fmt.Errorf("simscale: embed the probe statements for %s: %w", key, err)
+	}
+	qv, err := emb.EmbedQueries(ctx, questions)
+	if err != nil {
+		return Scale{}, fmt.Errorf("simscale: embed the probe questions for %s: %w", key, err)
+	}
+	if len(dv) != len(docs) || len(qv) != len(questions) {
+		return Scale{}, fmt.Errorf("simscale: %s returned %d and %d vectors for %d statements and %d questions", key, len(dv), len(qv), len(docs), len(questions))
+	}
+	var related, unrelated, answer, qUnrelated []float64
+	for i := range docs {
+		for j := i + 1; j < len(docs); j++ {
+			c := cosine(dv[i], dv[j])
+			if groupOf[i] == groupOf[j] {
+				related = append(related, c)
+			} else {
+				unrelated = append(unrelated, c)
+			}
+		}
+		for gi := range questions {
+			c := cosine(qv[gi], dv[i])
+			if groupOf[i] == gi {
+				answer = append(answer, c)
+			} else {
+				qUnrelated = append(qUnrelated, c)
+			}
+		}
+	}
+	s := Scale{Key: key, Version: probeVersion, Unrelated: median(unrelated), Related: median(related),
+		QueryUnrelated: median(qUnrelated), QueryAnswer: median(answer)}
+	if s.Related <= s.Unrelated || s.QueryAnswer <= s.QueryUnrelated {
+		return s, fmt.Errorf("simscale: %s does not separate restatements from unrelated statements (median cosines %.3f vs %.3f, answers %.3f vs %.3f)",
+			key, s.Related, s.Unrelated, s.QueryAnswer, s.QueryUnrelated)
+	}
+	return s, nil
+}
+
+// Meta is where scales are kept (store.Store).
+type Meta interface {
+	Meta(ctx context.Context, key string) (value string, ok bool, err error)
+	PutMeta(ctx context.Context, key, value string) error
+}
+
+// Load returns the scale kept for the embedder key, or measures it (when
+// missing, unreadable, or of an older probe set) and keeps it.
+func Load(ctx context.Context, meta Meta, emb Embedder, key string) (Scale, error) {
+	mkey := "simscale:" + key
+	raw, ok, err := meta.Meta(ctx, mkey)
+	if err != nil {
+		return Scale{}, fmt.Errorf("simscale: read the scale of %s: %w", key, err)
+	}
+	if ok {
+		var s Scale
+		if json.Unmarshal([]byte(raw), &s) == nil && s.Version == probeVersion && s.Key == key {
+			return s, nil
+		}
+	}
+	s, err := Measure(ctx, emb, key)
+	if err != nil {
+		return Scale{}, err
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return Scale{}, err
+	}
+	if err := meta.PutMeta(ctx, mkey, string(b)); err != nil {
+		return Scale{}, fmt.Errorf("simscale: keep the scale of %s: %w", key, err)
+	}
+	return s, nil
+}
+
+func cosine(a, b []float32) float64 {
+	var ab, aa, bb float64
+	for i := range min(len(a), len(b)) {
+		ab += float64(a[i]) * float64(b[i])
+		aa += float64(a[i]) * float64(a[i])
+		bb += float64(b[i]) * float64(b[i])
+	}
+	if aa == 0 || bb == 0 {
+		return 0
+	}
+	return ab / math.Sqrt(aa*bb)
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	} else {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+}
