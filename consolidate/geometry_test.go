@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -137,19 +138,38 @@ func TestConsolidationHoldsOnEveryEmbedder(t *testing.T) {
 		}
 		return o
 	}
-	for _, tc := range []struct {
+	cases := []struct {
 		name string
 		emb  embedder
+		dim  int
 	}{
-		{"hash", hash},
-		{"openai-squeezed", openai(squeezed)},
-		{"openai-spread", openai(spread)},
-	} {
+		{"hash", hash, dim},
+		{"openai-squeezed", openai(squeezed), dim},
+		{"openai-spread", openai(spread), dim},
+	}
+	// The real local model, when installed (make test installs it and
+	// sets MEMSTREAM_REQUIRE_MODEL=1, so CI cannot skip it).
+	if dir, err := embed.FindModelDir(""); err == nil {
+		l, err := embed.NewLocal(embed.LocalConfig{ModelDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, struct {
+			name string
+			emb  embedder
+			dim  int
+		}{"local", l, l.Dim()})
+	} else if os.Getenv("MEMSTREAM_REQUIRE_MODEL") == "1" {
+		t.Fatal(err)
+	} else {
+		t.Logf("local model not installed, left out: %v", err)
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			url, _ := pgtest.Schema(t)
-			st, err := store.Open(ctx, store.Config{URL: url, Dim: dim}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			st, err := store.Open(ctx, store.Config{URL: url, Dim: tc.dim}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			if err != nil {
 				t.Fatal(err)
 			}
