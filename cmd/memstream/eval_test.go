@@ -54,7 +54,7 @@ func TestEvalGenIsDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := eval.Small(); d.Manifest.Banks != want.Banks+want.CrossLingualBanks || d.Manifest.Seed != 7 {
+	if want := eval.Small(); d.Manifest.Banks != (want.Banks+want.CrossLingualBanks)*len(eval.Parts) || d.Manifest.Seed != 7 {
 		t.Errorf("manifest %+v does not match the small preset with seed 7", d.Manifest)
 	}
 	var stderr bytes.Buffer
@@ -63,6 +63,14 @@ func TestEvalGenIsDeterministic(t *testing.T) {
 	}
 	if err := cmdEval(context.Background(), []string{"gen"}, &bytes.Buffer{}, &stderr); err == nil {
 		t.Error("gen without --out was accepted")
+	}
+	// --part heldout writes the held-out part only.
+	h, err := eval.Load(gen("h", "--part", "heldout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Manifest.ByPart[eval.PartTuning] != 0 || h.Manifest.ByPart[eval.PartHeldOut] == 0 {
+		t.Errorf("--part heldout wrote %v", h.Manifest.ByPart)
 	}
 }
 
