@@ -49,9 +49,15 @@ type MemoryFilter struct {
 	// Q keeps memories whose text contains it, case-insensitively.
 	Q string
 	// State is valid (the default), invalidated or all.
-	State  string
-	Limit  int
-	Offset int
+	State string
+	// Tags keeps memories carrying at least one of them.
+	Tags []string
+	// Entity keeps memories that mention this entity.
+	Entity *uuid.UUID
+	// From and To bound mentioned_at: From <= mentioned_at < To.
+	From, To *time.Time
+	Limit    int
+	Offset   int
 }
 
 // memoryCols is shared by every memory query so that scanMemory fits all.
@@ -64,18 +70,26 @@ const memoryCols = `m.id, m.bank_id, m.fact_type, m.text, m.context, m.occurred_
 		FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id WHERE ue.unit_id = m.id), '[]'::jsonb),
 	m.created_at, m.updated_at`
 
+// memoryFilterTail holds the console's filters ($5 tags, $6 entity, $7
+// from, $8 to); each is off when its parameter is empty or NULL.
+const memoryFilterTail = `
+		  AND (cardinality($5::text[]) = 0 OR m.tags && $5::text[])
+		  AND ($6::uuid IS NULL OR EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.unit_id = m.id AND ue.entity_id = $6::uuid))
+		  AND ($7::timestamptz IS NULL OR m.mentioned_at >= $7::timestamptz)
+		  AND ($8::timestamptz IS NULL OR m.mentioned_at < $8::timestamptz)`
+
 const (
 	qMemoryList = `SELECT ` + memoryCols + `, count(*) OVER ()
 		FROM memory_units m
 		WHERE m.bank_id = $1
 		  AND ($2 = '' OR m.fact_type = $2)
 		  AND ($3 = '' OR strpos(lower(m.text), lower($3)) > 0)
-		  AND ($4 = 'all' OR m.state = $4)
+		  AND ($4 = 'all' OR m.state = $4)` + memoryFilterTail + `
 		ORDER BY m.mentioned_at DESC, m.id
-		LIMIT $5 OFFSET $6`
+		LIMIT $9 OFFSET $10`
 	qMemoryCount = `SELECT count(*) FROM memory_units m WHERE m.bank_id = $1
 		AND ($2 = '' OR m.fact_type = $2) AND ($3 = '' OR strpos(lower(m.text), lower($3)) > 0)
-		AND ($4 = 'all' OR m.state = $4)`
+		AND ($4 = 'all' OR m.state = $4)` + memoryFilterTail
 	qMemoryGet        = `SELECT ` + memoryCols + ` FROM memory_units m WHERE m.bank_id = $1 AND m.id = $2`
 	qMemoryInvalidate = `UPDATE memory_units SET state = 'invalidated', invalid_reason = $3, updated_at = now()
 		WHERE bank_id = $1 AND id = $2
@@ -114,7 +128,10 @@ func (s *Store) ListMemories(ctx context.Context, bankID string, f MemoryFilter)
 	if f.State == "" {
 		f.State = "valid"
 	}
-	rows, err := s.pool.Query(ctx, qMemoryList, bankID, f.Type, f.Q, f.State, f.Limit, f.Offset)
+	if f.Tags == nil {
+		f.Tags = []string{}
+	}
+	rows, err := s.pool.Query(ctx, qMemoryList, bankID, f.Type, f.Q, f.State, f.Tags, f.Entity, f.From, f.To, f.Limit, f.Offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list memories bank %s: %w", bankID, err)
 	}
@@ -146,7 +163,10 @@ func (s *Store) ListMemories(ctx context.Context, bankID string, f MemoryFilter)
 
 func (s *Store) countMemories(ctx context.Context, bankID string, f MemoryFilter) (int, error) {
 	var n int64
-	err := s.pool.QueryRow(ctx, qMemoryCount, bankID, f.Type, f.Q, f.State).Scan(&n)
+	if f.Tags == nil {
+		f.Tags = []string{}
+	}
+	err := s.pool.QueryRow(ctx, qMemoryCount, bankID, f.Type, f.Q, f.State, f.Tags, f.Entity, f.From, f.To).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count memories bank %s: %w", bankID, err)
 	}
