@@ -3,6 +3,9 @@ package recallapi
 import (
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/memstream/memstream/store"
 )
@@ -33,6 +36,9 @@ func (s *Server) listUnits(w http.ResponseWriter, r *http.Request, anyType bool)
 		return err
 	}
 	if f.State, err = enumParam(r, "state", "valid", "invalidated", "all"); err != nil {
+		return err
+	}
+	if err := consoleFilters(r, &f); err != nil {
 		return err
 	}
 	if f.Limit, f.Offset, err = page(r); err != nil {
@@ -127,5 +133,43 @@ func (s *Server) deleteDocument(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "bank_id": bank, "document_id": doc, "deleted": res})
+	return nil
+}
+
+// consoleFilters reads the list filters beyond Hindsight's: tags (comma
+// separated; any of them), entity (a UUID), and from/to (RFC 3339 bounds
+// on mentioned_at).
+func consoleFilters(r *http.Request, f *store.MemoryFilter) error {
+	tags, err := textParam(r, "tags")
+	if err != nil {
+		return err
+	}
+	for _, t := range strings.Split(tags, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			f.Tags = append(f.Tags, t)
+		}
+	}
+	if err := validateTags("tags", f.Tags); err != nil {
+		return err
+	}
+	if v := r.URL.Query().Get("entity"); v != "" {
+		id, err := uuid.Parse(v)
+		if err != nil {
+			return badRequest("entity", "entity must be a UUID")
+		}
+		f.Entity = &id
+	}
+	for _, b := range []struct {
+		name string
+		dst  **time.Time
+	}{{"from", &f.From}, {"to", &f.To}} {
+		if v := r.URL.Query().Get(b.name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return badRequest(b.name, b.name+" must be RFC 3339")
+			}
+			*b.dst = &t
+		}
+	}
 	return nil
 }

@@ -105,6 +105,13 @@ func (s *Server) openAPIDoc() map[string]any {
 					"name": str, "source_query": str, "content": str, "tags": strs,
 					"max_tokens": map[string]any{"type": "integer", "minimum": 1},
 				}),
+				"MemoryLookupRequest": obj(map[string]any{"ids": map[string]any{"type": "array", "maxItems": 1000,
+					"items": map[string]any{"type": "string", "format": "uuid"}}}),
+				"DeadLetterReplayRequest": obj(map[string]any{
+					"records": map[string]any{"type": "array", "maxItems": 1000, "items": obj(map[string]any{
+						"topic": str, "partition": map[string]any{"type": "integer"}, "offset": map[string]any{"type": "integer"}})},
+					"class": str,
+				}),
 				"Bank": obj(map[string]any{
 					"name": str, "mission": str, "consolidation": map[string]any{"type": "string", "enum": []string{"running", "paused"}},
 					"disposition":    obj(map[string]any{"skepticism": intRange(), "literalism": intRange(), "empathy": intRange()}),

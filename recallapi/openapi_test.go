@@ -62,7 +62,8 @@ func TestOpenAPIDrift(t *testing.T) {
 
 	// Probe the mux itself with requests built from the document.
 	fill := strings.NewReplacer("{bank_id}", "probe-bank", "{memory_id}", uuid.NewString(), "{observation_id}", uuid.NewString(),
-		"{entity_id}", uuid.NewString(), "{mental_model_id}", uuid.NewString(), "{document_id}", "probe-doc")
+		"{entity_id}", uuid.NewString(), "{mental_model_id}", uuid.NewString(), "{document_id}", "probe-doc",
+		"{topic}", "probe.topic", "{partition}", "0", "{offset}", "0")
 	keys := make([]string, 0, len(paths))
 	for p := range paths {
 		keys = append(keys, p)

@@ -59,6 +59,8 @@ type Store interface {
 
 	ListDocuments(ctx context.Context, bankID string, limit, offset int) ([]store.Document, int, error)
 	DeleteDocument(ctx context.Context, bankID, docID string) (store.DocumentDeletion, error)
+
+	inspectStore
 }
 
 // Reflector answers reflect requests (package reflect's agent loop).
@@ -135,6 +137,15 @@ type Deps struct {
 	// Listener, when set, is started by Start (or Serve) so that writes on
 	// other replicas evict this replica's cached mental models.
 	Listener ChangeListener
+	// Console, when set, serves the web console under /console/. It is
+	// public like /health: the page holds no data, and every call it makes
+	// goes through the routes below with the user's key.
+	Console http.Handler
+	// DeadLetters reads and replays dead letters for the console's routes;
+	// without it they show metadata only and replay answers 503.
+	DeadLetters DeadLetterArchive
+	// Redact masks secrets in dead-letter values before they are shown.
+	Redact func(string) string
 }
 
 // Server is the HTTP API.
@@ -458,7 +469,7 @@ type route struct {
 
 func (s *Server) table() []route {
 	const b = "/v1/default/banks/{bank_id}"
-	return []route{
+	return append([]route{
 		{"GET", "/health", "health", "", "Liveness.", s.health, ""},
 		{"GET", "/health/ready", "ready", "", "Readiness: the dependencies of this replica's roles reachable (database; brokers for ingest), not draining.", s.ready, ""},
 		{"GET", "/openapi.json", "openapi", "", "This OpenAPI 3 description.", s.openapi, ""},
@@ -489,12 +500,16 @@ func (s *Server) table() []route {
 		{"GET", b + "/documents", "documents_list", "read", "List documents (query: limit, offset).", s.listDocuments, ""},
 		{"DELETE", b + "/documents/{document_id}", "document_delete", "write", "Delete a document and everything derived from it.", s.deleteDocument, ""},
 		{"GET", b + "/stats", "stats", "read", "Bank counters.", s.stats, ""},
-	}
+	}, s.inspectRoutes()...)
 }
 
 func (s *Server) routes() {
 	for _, rt := range s.table() {
 		s.handle(rt.method+" "+rt.path, rt.name, rt.scope, rt.h)
+	}
+	if s.d.Console != nil {
+		s.mux.Handle("GET /console/", s.d.Console)
+		s.mux.Handle("GET /console", http.RedirectHandler("/console/", http.StatusMovedPermanently))
 	}
 	if s.d.Gatherer != nil {
 		s.metricsHandler = promhttp.HandlerFor(s.d.Gatherer, promhttp.HandlerOpts{})
