@@ -19,6 +19,7 @@ import (
 
 	"github.com/memstream/memstream/broker"
 	"github.com/memstream/memstream/config"
+	"github.com/memstream/memstream/console"
 	"github.com/memstream/memstream/consolidate"
 	"github.com/memstream/memstream/consumer"
 	"github.com/memstream/memstream/defense"
@@ -319,12 +320,24 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 		for name, check := range a.readiness(rl) {
 			ready[name] = check
 		}
+		ui, err := console.Handler()
+		if err != nil {
+			return a, err
+		}
+		// Dead letters are shown with every detector on, email and phone
+		// included, whatever the bank's policy.
+		redactor, err := defense.NewScanner(defense.ScannerConfig{EnableEmail: true, EnablePhone: true})
+		if err != nil {
+			return a, err
+		}
 		a.api, err = recallapi.New(recallapi.Config{
 			Addr: cfg.HTTP.Addr, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, RetainWait: cfg.HTTP.RetainWait,
 			ReadTimeout: cfg.HTTP.ReadTimeout, WriteTimeout: cfg.HTTP.WriteTimeout, Auth: cfg.Auth, BasePolicy: basePolicy(cfg),
 		}, recallapi.Deps{Store: a.st, Recaller: rc, Publisher: broker.NewPublisher(a.prod, cfg.Kafka.Topics[0]), Gate: gate,
 			Ready: ready, Gatherer: reg, Registerer: reg, Logger: log, OnPolicyChange: policies.Invalidate,
-			Reflector: rf, Refresher: a.worker, Listener: a.st})
+			Reflector: rf, Refresher: a.worker, Listener: a.st, Console: ui,
+			DeadLetters: broker.NewDeadLetterArchive(a.prod, brokers, cfg.Kafka.ClientID+"-console", cfg.Kafka.DLQTopic, cfg.Kafka.Topics[0]),
+			Redact:      redactor.RedactAll})
 		if err != nil {
 			return a, err
 		}

@@ -65,6 +65,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case err := <-done:
 		return err
 	}
+	fmt.Fprintf(stdout, "== web console on http://%s/console/\n", addr)
 	fmt.Fprintf(stdout, "== HTTP API on http://%s; producing %s to Kafka topic %s …\n", addr, *file, cfg.Kafka.Topics[0])
 	n, err := produceFile(ctx, a.prod, *file, cfg.Kafka.Topics[0], "", stderr)
 	if err != nil {
@@ -105,7 +106,8 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return <-done
 	}
 	fmt.Fprintf(stdout, `
-== memstream is serving. Try, in another terminal:
+== memstream is serving. Open the web console at http://%[1]s/console/
+Or try, in another terminal:
   curl -s http://%[1]s/v1/default/banks/alice/stats
   curl -s -XPOST http://%[1]s/v1/default/banks/alice/memories/recall -H 'Content-Type: application/json' -d '{"query":"Where does Alice live?","max_tokens":500}'
   curl -s -XPOST http://%[1]s/v1/default/banks/alice/memories -H 'Content-Type: application/json' -d '{"items":[{"content":"Alice adopted a cat named Miso."}]}'

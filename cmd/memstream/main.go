@@ -156,7 +156,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		go func() {
 			select {
 			case addr := <-a.apiAddr:
-				log.Info("http api listening", "addr", addr)
+				log.Info("http api listening", "addr", addr, "console", "http://"+addr+"/console/")
 				a.apiAddr <- addr
 			case <-ctx.Done():
 			}
