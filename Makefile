@@ -4,7 +4,7 @@
 GO ?= go
 PKGS_RACE := ./consumer/... ./pipeline/...
 
-.PHONY: all deps build demo serve test vet test-race test-rest test-kafka bench clean
+.PHONY: all deps build demo serve test vet test-race test-rest test-console console console-screenshots test-kafka bench clean
 
 all: build
 
@@ -34,7 +34,25 @@ test-race:
 test-rest:
 	MEMSTREAM_REQUIRE_MODEL=1 $(GO) test -timeout 20m $$($(GO) list ./... | grep -v -e /consumer -e /pipeline)
 
-test: deps vet test-race test-rest
+test: deps vet test-race test-rest test-console
+
+# The web console: its bundle (console/dist, embedded with go:embed and
+# committed, so go build needs no Node) must be what web/ builds to, and the
+# browser suite drives Debian's headless Chromium against a real
+# `memstream serve` with the demo data.
+test-console: deps build
+	@scripts/install-browser.sh
+	@scripts/check-console.sh
+	MEMSTREAM_BIN=$(CURDIR)/bin/memstream $(GO) test -tags browser -count=1 -timeout 10m ./console/
+
+# Rebuild console/dist from web/ after changing the console's sources.
+console:
+	@scripts/check-console.sh --write
+
+# Refresh the screenshots in docs/console/ (the browser suite takes them).
+console-screenshots: deps build
+	@scripts/install-browser.sh
+	MEMSTREAM_BIN=$(CURDIR)/bin/memstream MEMSTREAM_SCREENSHOTS=docs/console $(GO) test -tags browser -count=1 -timeout 10m -run TestConsole ./console/
 
 # The real-broker suite (Apache Kafka 4.x in KRaft mode, from Maven Central
 # jars): three ingester processes, kills, rebalances, rolling restarts.
