@@ -14,6 +14,7 @@ import (
 
 	"github.com/memstream/memstream/broker"
 	"github.com/memstream/memstream/defense"
+	"github.com/memstream/memstream/event"
 	"github.com/memstream/memstream/pipeline"
 	"github.com/memstream/memstream/store"
 )
@@ -174,7 +175,7 @@ func TestActivityRoute(t *testing.T) {
 	if n := len(a.body["buckets"].([]any)); n != 20 || a.body["step_seconds"].(float64) != 30 {
 		t.Fatalf("activity shape: %d buckets, step %v", n, a.body["step_seconds"])
 	}
-	if sum(a, "events") != 1 || sum(a, "facts") != 3 || sum(a, "consolidated") != 0 || last(a, "backlog") != 3 {
+	if sum(a, "events") != 1 || sum(a, "facts") != 3 || sum(a, "consolidated") != 0 || last(a, "backlog") != 3 || last(a, "backlog_peak") != 3 {
 		t.Fatalf("before consolidation: %s", a.raw)
 	}
 	if _, err := e.st.Pool().Exec(t.Context(), `UPDATE memory_units SET consolidated_at = now() WHERE id = ANY($1)`, []uuid.UUID{s.f1, s.f2}); err != nil {
@@ -184,8 +185,25 @@ func TestActivityRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	a = ok(t, e.call("GET", b+"/activity?minutes=10&buckets=20", "", ""), "activity after")
-	if sum(a, "consolidated") != 2 || last(a, "backlog") != 1 || sum(a, "dead_letters") != 1 {
+	if sum(a, "consolidated") != 2 || last(a, "backlog") != 1 || sum(a, "dead_letters") != 1 || last(a, "backlog_peak") < 1 {
 		t.Fatalf("after consolidating two facts: %s", a.raw)
+	}
+	// A fact consolidated ten seconds after it was stored, five minutes ago:
+	// the backlog at the bucket's end misses it, its peak does not.
+	if _, err := e.st.Pool().Exec(t.Context(), `UPDATE memory_units SET created_at = now() - interval '5 minutes',
+		consolidated_at = now() - interval '5 minutes' + interval '10 seconds' WHERE id = $1`, s.f3); err != nil {
+		t.Fatal(err)
+	}
+	a = ok(t, e.call("GET", b+"/activity?minutes=10&buckets=20", "", ""), "activity burst")
+	burst := false
+	for _, x := range a.body["buckets"].([]any) {
+		x := x.(map[string]any)
+		if x["backlog_peak"].(float64) > x["backlog"].(float64) {
+			burst = true
+		}
+	}
+	if !burst || last(a, "backlog") != 0 {
+		t.Fatalf("a burst consolidated within its bucket shows in no peak: %s", a.raw)
 	}
 	// A window that ends before the facts were written sees none.
 	if _, err := e.st.Pool().Exec(t.Context(), `UPDATE memory_units SET created_at = now() - interval '3 hours', consolidated_at = NULL`); err != nil {
@@ -250,15 +268,15 @@ func TestDeadLetterRoutes(t *testing.T) {
 	for i, v := range values {
 		src := &kgo.Record{Topic: "memstream.events", Partition: 1, Offset: int64(10 + i), Key: []byte("b1/doc"), Value: []byte(v),
 			Headers: []kgo.RecordHeader{{Key: "trace-id", Value: []byte("t-" + fmt.Sprint(i))}}}
-		class := []string{pipeline.ClassBlockedByPolicy, pipeline.ClassExtractFailed}[i]
-		if err := dl.DeadLetter(ctx, pipeline.Message{Record: src}, &pipeline.RecordError{Class: class, Stage: "defense", Msg: "blocked: credit_card"}, "b1"); err != nil {
+		class := []string{event.ClassBlockedByPolicy, event.ClassExtractFailed}[i]
+		if err := dl.DeadLetter(ctx, pipeline.Message{Record: src}, &event.Error{Class: class, Stage: "defense", Msg: "blocked: credit_card"}, "b1"); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.st.RecordDeadLetter(ctx, src.Topic, src.Partition, src.Offset, "b1", class, "defense"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := e.st.RecordDeadLetter(ctx, "memstream.events", 0, 99, "bank-b", pipeline.ClassSchema, "decode"); err != nil {
+	if err := e.st.RecordDeadLetter(ctx, "memstream.events", 0, 99, "bank-b", event.ClassSchema, "decode"); err != nil {
 		t.Fatal(err)
 	}
 	const b = "/v1/default/banks/b1"
@@ -266,7 +284,7 @@ func TestDeadLetterRoutes(t *testing.T) {
 	if list.body["total"].(float64) != 2 || len(items(t, list)) != 2 || len(list.body["classes"].([]any)) != 2 {
 		t.Fatalf("b1 dead letters: %s", list.raw)
 	}
-	cls := ok(t, e.call("GET", b+"/dead-letters?class="+pipeline.ClassBlockedByPolicy, "", ""), "list class")
+	cls := ok(t, e.call("GET", b+"/dead-letters?class="+event.ClassBlockedByPolicy, "", ""), "list class")
 	if it := items(t, cls); len(it) != 1 || it[0]["offset"].(float64) != 10 || cls.body["total"].(float64) != 1 {
 		t.Fatalf("class filter: %s", cls.raw)
 	}
@@ -283,7 +301,7 @@ func TestDeadLetterRoutes(t *testing.T) {
 		h := h.(map[string]any)
 		heads[h["key"].(string)] = h["value"].(string)
 	}
-	if heads[broker.HeaderErrorClass] != pipeline.ClassBlockedByPolicy || heads[broker.HeaderSourceOffset] != "10" || heads["trace-id"] != "t-0" {
+	if heads[broker.HeaderErrorClass] != event.ClassBlockedByPolicy || heads[broker.HeaderSourceOffset] != "10" || heads["trace-id"] != "t-0" {
 		t.Fatalf("headers: %v", heads)
 	}
 	if r := e.call("GET", b+"/dead-letters/memstream.events/1/12", "", ""); r.status != 404 {
@@ -311,7 +329,7 @@ func TestDeadLetterRoutes(t *testing.T) {
 	if again.body["replayed"].(float64) != 0 || again.body["skipped"].(float64) != 1 {
 		t.Fatalf("a second replay must not produce the record again: %s", again.raw)
 	}
-	byClass := ok(t, e.call("POST", b+"/dead-letters/replay", `{"class":"`+pipeline.ClassExtractFailed+`"}`, ""), "replay class")
+	byClass := ok(t, e.call("POST", b+"/dead-letters/replay", `{"class":"`+event.ClassExtractFailed+`"}`, ""), "replay class")
 	if byClass.body["replayed"].(float64) != 1 {
 		t.Fatalf("replay by class: %s", byClass.raw)
 	}

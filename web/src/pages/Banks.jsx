@@ -76,7 +76,10 @@ function Activity({ bank }) {
         <ErrorBox error={act.error} />
         {act.loading && !data ? <Loading /> : null}
         {data ? (
-          <TimeChart testid="backlog-chart" buckets={bs} series={[{ key: 'backlog', label: 'facts waiting for consolidation (end of bucket)', cls: 's-backlog', fill: true }]} />
+          <TimeChart testid="backlog-chart" buckets={bs} series={[
+            { key: 'backlog_peak', label: 'peak within the bucket', cls: 's-peak', fill: true },
+            { key: 'backlog', label: 'facts waiting for consolidation (end of bucket)', cls: 's-backlog' },
+          ]} />
         ) : null}
       </Card>
       <Card title="Ingest" actions={data ? <span className="kpi-inline" data-testid="event-rate">{rate.toFixed(2)} events/min <span className="muted">(last 5 min)</span></span> : null}>
