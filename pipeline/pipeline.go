@@ -283,7 +283,7 @@ func (p *Pipeline) prepareStage(in <-chan Message, out chan<- *item) {
 			if it != nil && len(it.audit) > 0 {
 				p.recordBlockedAudit(it)
 			}
-			p.deadLetter(m, rerr, bankOf(it))
+			p.deadLetter(m, rerr, bankOf(it, m))
 			continue
 		}
 		it.start = start
@@ -295,11 +295,14 @@ func (p *Pipeline) prepareStage(in <-chan Message, out chan<- *item) {
 	}
 }
 
-func bankOf(it *item) string {
+// bankOf is the bank a record prepared as it, or, when it could not be
+// decoded, the bank its raw value or key names, so that its dead letter
+// counts for the bank.
+func bankOf(it *item, m Message) string {
 	if it != nil && it.ev != nil {
 		return it.ev.BankID
 	}
-	return ""
+	return event.BankOf(m.Record.Key, m.Record.Value)
 }
 
 // prepare decodes, applies defense and chunks one record.

@@ -260,11 +260,33 @@ func TestPoisonRecordsDeadLettered(t *testing.T) {
 		vals = append(vals, flightEvent("bob", i))
 	}
 	h.produce(vals...)
+	// Keyed bank_id/document_id: the key names the bank when the value
+	// cannot.
+	keyedPoison := []byte(`{"content": "x"`)
+	h.produceKeyed([]string{"carol/d1"}, [][]byte{keyedPoison})
+	poison["keyed"] = keyedPoison
+	byValue[string(keyedPoison)] = "keyed"
+	wantClass["keyed"] = event.ClassInvalidJSON
 	r := h.start("g-poison")
-	h.waitCommitted("g-poison", len(vals), time.Minute)
+	h.waitCommitted("g-poison", len(vals)+1, time.Minute)
 	r.stop(t)
 	if got := h.count(`SELECT count(*) FROM events WHERE bank_id = 'bob'`); got != 20 {
 		t.Fatalf("good events = %d, want 20", got)
+	}
+	// Dead letters of the decode stage count for the bank their raw JSON
+	// or record key names (issue 15 item 7); only the records naming no
+	// valid bank stay without one.
+	for bank, want := range map[string]int{"alice": 6, "carol": 1} {
+		st, err := h.st.BankStats(context.Background(), bank)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.EventsDeadLettered != int64(want) {
+			t.Errorf("bank %s: events_dead_lettered = %d, want %d", bank, st.EventsDeadLettered, want)
+		}
+	}
+	if got := h.count(`SELECT count(*) FROM dead_letters WHERE bank_id IS NULL`); got != 2 {
+		t.Errorf("%d dead letters without a bank, want 2 (missing and invalid bank id)", got)
 	}
 	// Every poison record is in the DLQ with its original value and headers.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(h.brokers...), kgo.ConsumeTopics(dlq), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
