@@ -74,8 +74,10 @@ const (
 	qEntityMergeCounts = `UPDATE entities t SET mention_count = t.mention_count + s.mention_count,
 			first_seen = LEAST(t.first_seen, s.first_seen), last_seen = GREATEST(t.last_seen, s.last_seen)
 		FROM entities s WHERE s.id = $1 AND t.id = $2`
-	qEntityMergeUnits = `INSERT INTO unit_entities (unit_id, entity_id)
-		SELECT unit_id, $2 FROM unit_entities WHERE entity_id = $1 ON CONFLICT DO NOTHING`
+	// Moved rows keep their mention time and ingest order: the orders
+	// co-mention links and the graph arm read.
+	qEntityMergeUnits = `INSERT INTO unit_entities (unit_id, entity_id, mentioned_at, seq)
+		SELECT unit_id, $2, mentioned_at, seq FROM unit_entities WHERE entity_id = $1 ON CONFLICT DO NOTHING`
 	qEntityDropUnits    = `DELETE FROM unit_entities WHERE entity_id = $1`
 	qEntityMergeAliases = `INSERT INTO entity_aliases (bank_id, alias_key, alias, entity_id)
 		SELECT bank_id, alias_key, alias, $2 FROM entity_aliases WHERE entity_id = $1 ON CONFLICT DO NOTHING`

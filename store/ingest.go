@@ -167,15 +167,18 @@ const (
 	qInsertLinks = `INSERT INTO memory_links (bank_id, from_id, to_id, link_type, weight)
 		SELECT * FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::real[])
 		ON CONFLICT DO NOTHING`
-	// Entity co-mention links to the few most recent earlier facts sharing
-	// an entity: set-based, so one statement serves the whole batch.
+	// Entity co-mention links to the few most recent facts sharing an
+	// entity: set-based, so one statement serves the whole batch. Only
+	// facts' rows carry a mention time (observations' have none), and
+	// unit_entities_recent_idx holds exactly those, so each lookup reads
+	// five or six index entries.
 	qEntityLinks = `INSERT INTO memory_links (bank_id, from_id, to_id, link_type, weight)
 		SELECT u.bank_id, ue.unit_id, o.unit_id, 'entity', 1.0
 		FROM unit_entities ue
 		JOIN memory_units u ON u.id = ue.unit_id
 		CROSS JOIN LATERAL (
 			SELECT ue2.unit_id FROM unit_entities ue2
-			WHERE ue2.entity_id = ue.entity_id AND ue2.unit_id <> ue.unit_id
+			WHERE ue2.entity_id = ue.entity_id AND ue2.unit_id <> ue.unit_id AND ue2.mentioned_at IS NOT NULL
 			ORDER BY ue2.mentioned_at DESC LIMIT 5) o
 		WHERE ue.unit_id = ANY($1::uuid[])
 		ON CONFLICT DO NOTHING`

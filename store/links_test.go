@@ -255,3 +255,64 @@ func TestEventPersistedInUnits(t *testing.T) {
 	}
 	check("after the last unit", 1, true, 2)
 }
+
+// TestCoMentionLinksGoToRecentFacts: co-mention links join a new fact to
+// the five most recent facts naming the same entity. Rows without a
+// mention time (an observation's, and before the fix a merged entity's)
+// sorted first under ORDER BY mentioned_at DESC and took those places.
+func TestCoMentionLinksGoToRecentFacts(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC)
+	ent := func(name string) store.UUID { return store.DeriveID("b", "entity", name) }
+	event := func(key string, entity store.UUID, d time.Duration) store.EventRecord {
+		return store.EventRecord{BankID: "b", EventKey: key, DocumentID: "d-" + key,
+			Entities: []store.EntityRow{{ID: entity, Name: key, Kind: "person", Seen: at.Add(d), Mentions: 1}},
+			Facts: []store.FactRow{{ID: store.DeriveID("b", key), FactType: "world", Text: key, MentionedAt: at.Add(d),
+				IdemKey: key, EntityIDs: []uuid.UUID{entity}}}}
+	}
+	// Two old facts of Robert, later merged into Bob.
+	for i := range 2 {
+		if _, err := st.PersistBatch(ctx, []store.EventRecord{event(fmt.Sprintf("robert%d", i), ent("robert"), time.Duration(i-48)*time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Six facts of Bob, an hour apart.
+	for i := range 6 {
+		if _, err := st.PersistBatch(ctx, []store.EventRecord{event(fmt.Sprintf("bob%d", i), ent("bob"), time.Duration(i-6)*time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.MergeEntity(ctx, "b", ent("robert"), ent("bob")); err != nil {
+		t.Fatal(err)
+	}
+	// An observation about Bob, stored as consolidation stores one.
+	obs := store.DeriveID("b", "observation")
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO memory_units (id, bank_id, fact_type, text, mentioned_at, idempotency_key)
+		VALUES ($1, 'b', 'observation', 'Bob is busy', $2, 'observation:1')`, obs, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO unit_entities (unit_id, entity_id) VALUES ($1, $2)`, obs, ent("bob")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{event("bob-new", ent("bob"), 0)}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := st.Pool().Query(ctx, `SELECT u.text FROM memory_links l JOIN memory_units u ON u.id = l.to_id
+		WHERE l.from_id = $1 AND l.link_type = 'entity' ORDER BY u.text`, store.DeriveID("b", "bob-new"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, s)
+	}
+	if want := []string{"bob1", "bob2", "bob3", "bob4", "bob5"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("co-mention links of the new fact go to %v, want the five most recent facts %v", got, want)
+	}
+}
