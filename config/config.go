@@ -258,7 +258,7 @@ func Default() Config {
 		Consolidation: Consolidation{
 			Enabled:                true,
 			Workers:                2,
-			BatchSize:              64,
+			BatchSize:              256,
 			PollInterval:           500 * time.Millisecond,
 			MentalModelMinInterval: 30 * time.Second,
 			MaxDrain:               2 * time.Minute,

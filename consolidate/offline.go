@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/memstream/memstream/text"
 )
@@ -85,6 +86,31 @@ func (c OfflineConfig) validate() error {
 //  4. Anything else creates a new observation from the fact's text.
 type Offline struct {
 	cfg OfflineConfig
+	// features caches what the rules read from a text: the same
+	// observations are candidates of fact after fact, and their regular
+	// expressions cost more than the rest of a decision.
+	features *lru.Cache[string, textFeatures]
+}
+
+// textFeatures is what the rules read from one text.
+type textFeatures struct {
+	terms      map[string]bool
+	slot       slotValue
+	hasSlot    bool
+	retraction bool
+}
+
+// featureCacheSize bounds the texts whose features are kept.
+const featureCacheSize = 50_000
+
+func (o *Offline) feat(text string) textFeatures {
+	if f, ok := o.features.Get(text); ok {
+		return f
+	}
+	f := textFeatures{terms: contentTerms(text), retraction: isRetraction(text)}
+	f.slot, f.hasSlot = parseSlot(text)
+	o.features.Add(text, f)
+	return f
 }
 
 // NewOffline returns the offline adjudicator.
@@ -93,7 +119,11 @@ func NewOffline(cfg OfflineConfig) (*Offline, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Offline{cfg: cfg}, nil
+	cache, err := lru.New[string, textFeatures](featureCacheSize)
+	if err != nil {
+		return nil, err
+	}
+	return &Offline{cfg: cfg, features: cache}, nil
 }
 
 // BatchSize is 1: each fact must see what the previous fact changed.
@@ -114,22 +144,23 @@ func (o *Offline) Adjudicate(ctx context.Context, facts []FactCandidates) (Decis
 func (o *Offline) decide(fc FactCandidates, d *Decision) {
 	f := fc.Fact
 	src := []uuid.UUID{f.ID}
-	terms := contentTerms(f.Text)
-	slot, hasSlot := parseSlot(f.Text)
+	ff := o.feat(f.Text)
+	terms, slot, hasSlot := ff.terms, ff.slot, ff.hasSlot
 	meta := map[string]string{}
 	if hasSlot {
 		meta["slot"], meta["value"] = slot.key(), slot.Value
 	}
 	create := Create{Text: f.Text, SourceFactIDs: src, Metadata: meta, Reason: "new knowledge: no observation of this scope covers it"}
 
-	if isRetraction(f.Text) {
+	if ff.retraction {
 		var best *Candidate
 		for i := range fc.Candidates {
 			c := &fc.Candidates[i]
-			if isRetraction(c.Text) {
+			cf := o.feat(c.Text)
+			if cf.retraction {
 				continue
 			}
-			if c.Level >= o.cfg.RetractRelated || overlap(terms, contentTerms(c.Text)) >= o.cfg.RetractOverlap {
+			if c.Level >= o.cfg.RetractRelated || overlap(terms, cf.terms) >= o.cfg.RetractOverlap {
 				if best == nil || c.Similarity > best.Similarity {
 					best = c
 				}
@@ -170,15 +201,16 @@ func (o *Offline) decide(fc FactCandidates, d *Decision) {
 	var best *Candidate
 	for i := range fc.Candidates {
 		c := &fc.Candidates[i]
-		if isRetraction(c.Text) {
+		cf := o.feat(c.Text)
+		if cf.retraction {
 			// "No longer X" and "X" are close in words and opposite in
 			// meaning: never fold one into the other.
 			continue
 		}
-		if s, ok := parseSlot(c.Text); ok && hasSlot && s.key() == slot.key() && s.Value != slot.Value {
+		if cf.hasSlot && hasSlot && cf.slot.key() == slot.key() && cf.slot.Value != slot.Value {
 			continue
 		}
-		if c.Level >= o.cfg.SameTopic || (c.Level >= o.cfg.Related && overlap(terms, contentTerms(c.Text)) >= o.cfg.TermOverlap) {
+		if c.Level >= o.cfg.SameTopic || (c.Level >= o.cfg.Related && overlap(terms, cf.terms) >= o.cfg.TermOverlap) {
 			if best == nil || c.Similarity > best.Similarity {
 				best = c
 			}

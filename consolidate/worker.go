@@ -58,7 +58,9 @@ type Deps struct {
 type Config struct {
 	// Workers is how many jobs run at once (consolidation.workers).
 	Workers int
-	// BatchSize is how many facts are read per round (consolidation.batch_size).
+	// BatchSize is how many facts are read, decided and applied per round,
+	// in one candidate statement and one transaction
+	// (consolidation.batch_size).
 	BatchSize int
 	// PollInterval is the wait when no job is due (consolidation.poll_interval).
 	PollInterval time.Duration
@@ -107,7 +109,7 @@ func (c Config) WithDefaults() Config {
 		c.Workers = 2
 	}
 	if c.BatchSize == 0 {
-		c.BatchSize = 64
+		c.BatchSize = 256
 	}
 	if c.PollInterval == 0 {
 		c.PollInterval = 500 * time.Millisecond
@@ -245,6 +247,7 @@ type metrics struct {
 	changes         *prometheus.CounterVec
 	jobs            *prometheus.CounterVec
 	batchSeconds    prometheus.Histogram
+	phaseSeconds    *prometheus.HistogramVec
 	refreshes       *prometheus.CounterVec
 }
 
@@ -262,13 +265,16 @@ func newMetrics(reg prometheus.Registerer) (metrics, error) {
 			Help: "Consolidation jobs finished, by outcome (done, yielded: stopped at consolidation.max_drain and enqueued again, retry, failed, released, lost: its lock was taken back)."}, []string{"outcome"}),
 		batchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "memstream_consolidation_batch_seconds",
 			Help: "Time to adjudicate and apply one batch of facts.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
+		phaseSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "memstream_consolidation_phase_seconds",
+			Help:    "Time per phase of a batch: pending (pause check, queue read), link (semantic links), prep (embeddings, queries), candidates, adjudicate, apply, and trends per drain.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}, []string{"phase"}),
 		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memstream_consolidation_mental_model_refreshes_total",
 			Help: "Mental model refreshes, by outcome."}, []string{"outcome"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.backlog, m.oldest, m.facts, m.changes, m.jobs, m.batchSeconds, m.refreshes} {
+	for _, c := range []prometheus.Collector{m.backlog, m.oldest, m.facts, m.changes, m.jobs, m.batchSeconds, m.phaseSeconds, m.refreshes} {
 		if err := reg.Register(c); err != nil {
 			return m, fmt.Errorf("consolidate metrics: %w", err)
 		}
@@ -501,6 +507,14 @@ func (w *Worker) housekeeping(ctx context.Context) {
 	}
 }
 
+// phase records the time since t0 under a phase of the batch and returns
+// now, the start of the next phase.
+func (w *Worker) phase(name string, t0 time.Time) time.Time {
+	now := time.Now()
+	w.m.phaseSeconds.WithLabelValues(name).Observe(now.Sub(t0).Seconds())
+	return now
+}
+
 // orphanEntityAge is how old an entity no fact mentions must be before
 // housekeeping deletes it: far longer than any ingest batch takes.
 const orphanEntityAge = 10 * time.Minute
@@ -589,6 +603,7 @@ func (w *Worker) drain(ctx context.Context, bankID string, until time.Time) (Res
 		return res, err
 	}
 	for {
+		t0 := time.Now()
 		paused, err := w.st.ConsolidationPaused(ctx, bankID)
 		if err != nil {
 			return res, err
@@ -601,6 +616,7 @@ func (w *Worker) drain(ctx context.Context, bankID string, until time.Time) (Res
 		if err != nil {
 			return res, err
 		}
+		t0 = w.phase("pending", t0)
 		if len(facts) == 0 {
 			break
 		}
@@ -622,18 +638,12 @@ func (w *Worker) drain(ctx context.Context, bankID string, until time.Time) (Res
 		if err != nil {
 			return res, err
 		}
-		n := w.adj.BatchSize()
-		for i := 0; i < len(facts); i += n {
-			group := facts[i:min(i+n, len(facts))]
-			if err := w.limiter.WaitN(ctx, len(group)); err != nil {
-				return res, err
-			}
-			out, err := w.consolidate(ctx, bankID, group, trend, scale)
-			if err != nil {
-				return res, err
-			}
-			res.add(out, len(group))
+		w.phase("link", t0)
+		out, err := w.consolidate(ctx, bankID, facts, trend, scale)
+		if err != nil {
+			return res, err
 		}
+		res.add(out, len(facts))
 		if w.onBatch != nil {
 			w.onBatch(bankID, res)
 		}
@@ -642,6 +652,7 @@ func (w *Worker) drain(ctx context.Context, bankID string, until time.Time) (Res
 			break
 		}
 	}
+	t1 := time.Now()
 	trend, err := w.bankTrend(ctx, bankID)
 	if err != nil {
 		return res, err
@@ -649,6 +660,7 @@ func (w *Worker) drain(ctx context.Context, bankID string, until time.Time) (Res
 	if _, err := w.st.RefreshTrends(ctx, bankID, trend); err != nil {
 		return res, err
 	}
+	t1 = w.phase("trends", t1)
 	if res.Facts > 0 {
 		n, err := w.refreshBankModels(ctx, bankID, false)
 		res.MentalModels = n
@@ -659,63 +671,113 @@ func (w *Worker) drain(ctx context.Context, bankID string, until time.Time) (Res
 	return res, nil
 }
 
-// consolidate adjudicates one group of facts and applies the decision in
-// one transaction.
-func (w *Worker) consolidate(ctx context.Context, bankID string, group []store.PendingFact, trend func([]time.Time) string, scale simscale.Scale) (store.ApplyOutcome, error) {
+// candidateSlack is how many candidates past the limit each ranking
+// reads, so that a ranking keeps its length when observations it held are
+// invalidated or merged earlier in the same batch.
+const candidateSlack = 4
+
+// consolidate decides a batch of facts and applies the decisions in one
+// transaction. The candidates of every fact are read in one statement; the
+// adjudicator then takes the facts in groups of its batch size, in order,
+// each group seeing what the groups before it decided (the view).
+func (w *Worker) consolidate(ctx context.Context, bankID string, facts []store.PendingFact, trend func([]time.Time) string,
+	scale simscale.Scale) (store.ApplyOutcome, error) {
 	start := time.Now()
-	ids := make([]uuid.UUID, len(group))
-	var batch []FactCandidates
-	for i := range group {
-		f := &group[i]
+	now := w.now()
+	ids := make([]uuid.UUID, len(facts))
+	var missing []int
+	for i := range facts {
+		f := &facts[i]
 		ids[i] = f.ID
 		f.Tags = normTags(f.Tags)
-		if f.State != "valid" {
-			// An invalidated fact supports nothing; it only leaves the
-			// backlog.
-			continue
+		if f.State == "valid" && len(f.Embedding) == 0 {
+			missing = append(missing, i)
 		}
-		if len(f.Embedding) == 0 {
-			vecs, err := w.emb.EmbedDocuments(ctx, []string{f.Text})
-			if err != nil {
-				return store.ApplyOutcome{}, fmt.Errorf("embed fact %s: %w", f.ID, err)
-			}
-			f.Embedding = vecs[0]
+	}
+	if len(missing) > 0 {
+		texts := make([]string, len(missing))
+		for j, i := range missing {
+			texts[j] = facts[i].Text
+		}
+		vecs, err := w.emb.EmbedDocuments(ctx, texts)
+		if err != nil {
+			return store.ApplyOutcome{}, fmt.Errorf("embed %d facts of bank %s: %w", len(texts), bankID, err)
+		}
+		for j, i := range missing {
+			facts[i].Embedding = vecs[j]
+		}
+	}
+	// An invalidated fact supports nothing; it only leaves the backlog.
+	var qs []store.CandidateQuery
+	var slots []string
+	qi := make([]int, len(facts))
+	for i, f := range facts {
+		qi[i] = -1
+		if f.State != "valid" {
+			continue
 		}
 		q := store.CandidateQuery{BankID: bankID, Tags: f.Tags, Embedding: f.Embedding, Terms: text.QueryTerms(f.Text),
 			EntityIDs: f.EntityIDs, Limit: w.cfg.Candidates}
 		if s, ok := parseSlot(f.Text); ok {
 			q.Slot = s.key()
 		}
-		lists, err := w.st.ObservationCandidates(ctx, q)
-		if err != nil {
+		qi[i] = len(qs)
+		qs = append(qs, q)
+		slots = append(slots, q.Slot)
+	}
+	t0 := w.phase("prep", start)
+	lists, err := w.st.BatchObservationCandidates(ctx, bankID, qs, w.cfg.Candidates+candidateSlack)
+	if err != nil {
+		return store.ApplyOutcome{}, err
+	}
+	t0 = w.phase("candidates", t0)
+	merge := scale.NearDuplicate(w.cfg.MergeThreshold)
+	v := newView(merge)
+	byID := make(map[uuid.UUID]store.PendingFact, len(facts))
+	for _, f := range facts {
+		byID[f.ID] = f
+	}
+	var edits []store.ObsEdit
+	n := w.adj.BatchSize()
+	for lo := 0; lo < len(facts); lo += n {
+		var batch []FactCandidates
+		for i := lo; i < min(lo+n, len(facts)); i++ {
+			if qi[i] < 0 {
+				continue
+			}
+			cands := v.candidates(facts[i], slots[qi[i]], lists[qi[i]], w.cfg.Candidates)
+			for j := range cands {
+				cands[j].Level = scale.Level(cands[j].Similarity)
+			}
+			batch = append(batch, FactCandidates{Fact: facts[i], Candidates: cands})
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		if err := w.limiter.WaitN(ctx, len(batch)); err != nil {
 			return store.ApplyOutcome{}, err
 		}
-		cands := interleave(w.cfg.Candidates, map[string][]store.ObservationCandidate{
-			"slot": lists.Slot, "semantic": lists.Semantic, "keyword": lists.Keyword}, "slot", "semantic", "keyword")
-		for i := range cands {
-			cands[i].Level = scale.Level(cands[i].Similarity)
-		}
-		batch = append(batch, FactCandidates{Fact: *f, Candidates: cands})
-	}
-	var dec Decision
-	if len(batch) > 0 {
-		var err error
-		if dec, err = w.adj.Adjudicate(ctx, batch); err != nil {
+		dec, err := w.adj.Adjudicate(ctx, batch)
+		if err != nil {
 			return store.ApplyOutcome{}, fmt.Errorf("adjudicate %d facts of bank %s: %w", len(batch), bankID, err)
 		}
 		if err := dec.validate(batch); err != nil {
 			return store.ApplyOutcome{}, fmt.Errorf("adjudication of bank %s rejected: %w", bankID, err)
 		}
+		ge, err := w.edits(ctx, bankID, batch, dec)
+		if err != nil {
+			return store.ApplyOutcome{}, err
+		}
+		v.apply(byID, ge, now)
+		edits = append(edits, ge...)
 	}
-	edits, err := w.edits(ctx, bankID, batch, dec)
-	if err != nil {
-		return store.ApplyOutcome{}, err
-	}
+	t0 = w.phase("adjudicate", t0)
 	out, err := w.st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: bankID, FactIDs: ids, Edits: edits,
-		Now: w.now(), MergeThreshold: scale.NearDuplicate(w.cfg.MergeThreshold), Trend: trend})
+		Now: now, MergeThreshold: merge, Trend: trend})
 	if err != nil {
 		return out, err
 	}
+	w.phase("apply", t0)
 	w.m.batchSeconds.Observe(time.Since(start).Seconds())
 	if out.Applied {
 		w.m.facts.WithLabelValues("applied").Add(float64(len(ids)))

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,6 +51,8 @@ type ObservationCandidate struct {
 	// LastEvidence is the time of its newest evidence.
 	LastEvidence time.Time
 	Embedding    []float32
+	// CreatedAt is when the observation was made (merges keep the older).
+	CreatedAt time.Time
 }
 
 // ObsEvidence is one supporting fact to attach to an observation.
@@ -118,92 +121,137 @@ type ApplyOutcome struct {
 	Evidence    int
 }
 
-const obsCandidateCols = `m.id, m.text, m.tags, m.proof_count, m.metadata, 1 - (m.embedding <=> $3::halfvec),
-	COALESCE((SELECT max(ev.evidence_at) FROM observation_evidence ev WHERE ev.observation_id = m.id), m.mentioned_at),
-	m.embedding`
-
-// scopeFilter keeps observations of one bank and exactly one tag set:
-// scopes never mix. $1 bank, $2 tags.
-const scopeFilter = `m.bank_id = $1 AND m.fact_type = 'observation' AND m.state = 'valid'
-	AND m.tags @> $2::text[] AND m.tags <@ $2::text[]`
-
 const (
 	qPendingFacts = `SELECT m.id, m.bank_id, m.fact_type, m.text, m.state, m.tags, m.mentioned_at, m.occurred_start, m.embedding,
 		COALESCE((SELECT array_agg(ue.entity_id ORDER BY ue.entity_id) FROM unit_entities ue WHERE ue.unit_id = m.id), '{}'),
 		COALESCE((SELECT array_agg(e.canonical_name ORDER BY e.canonical_name) FROM unit_entities ue
 			JOIN entities e ON e.id = ue.entity_id WHERE ue.unit_id = m.id), '{}')
-		FROM memory_units m
-		WHERE m.bank_id = $1 AND m.consolidated_at IS NULL AND m.fact_type <> 'observation'
+		FROM consolidation_queue cq JOIN memory_units m ON m.id = cq.unit_id
+		WHERE cq.bank_id = $1
 		ORDER BY COALESCE(m.occurred_start, m.mentioned_at), m.created_at, m.id
 		LIMIT $2`
-	// SET LOCAL through set_config: the iterative scan keeps the HNSW
-	// search going until enough rows pass the bank/scope filter.
-	// The candidate queries run for every fact with the same shape; a
-	// generic plan spares re-planning them each time (planning cost more
-	// than execution when measured).
-	qObsHNSW = `SELECT set_config('hnsw.ef_search', '100', true), set_config('hnsw.iterative_scan', 'relaxed_order', true),
-		set_config('plan_cache_mode', 'force_generic_plan', true)`
-	qObsSemantic = `SELECT ` + obsCandidateCols + ` FROM memory_units m
-		WHERE ` + scopeFilter + ` AND m.embedding IS NOT NULL
-		ORDER BY m.embedding <=> $3::halfvec LIMIT $4`
-	// Keyword and entity overlap: the text search over the observation's
-	// words and CJK bigrams, or a shared entity.
-	qObsKeyword = `SELECT ` + obsCandidateCols + ` FROM memory_units m
-		WHERE ` + scopeFilter + ` AND m.embedding IS NOT NULL
-		  AND ((cardinality($5::text[]) > 0 AND m.search_tsv @@ (to_tsquery('english', array_to_string($5::text[], ' | '))
-		                                                       || to_tsquery('simple', array_to_string($5::text[], ' | '))))
-		    OR EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.unit_id = m.id AND ue.entity_id = ANY($6::uuid[])))
-		ORDER BY ts_rank(m.search_tsv, to_tsquery('english', array_to_string($5::text[], ' | '))
-		                              || to_tsquery('simple', array_to_string($5::text[], ' | '))) DESC, m.proof_count DESC, m.id
-		LIMIT $4`
-	// The slot (subject|attribute) of a knowledge-update rule, kept in the
-	// observation's metadata.
-	qObsSlot = `SELECT ` + obsCandidateCols + ` FROM memory_units m
-		WHERE ` + scopeFilter + ` AND m.embedding IS NOT NULL AND m.metadata->>'slot' = $5
-		ORDER BY m.updated_at DESC LIMIT $4`
+)
+
+const (
+	// candidateCols are the columns of a candidate observation; q.vec is
+	// the fact's vector inside the LATERAL subqueries. An observation's
+	// occurred_end is the time of its newest evidence (qObsStats keeps it
+	// so), which spares an aggregate over its evidence per candidate.
+	candidateCols = `m.id, m.text, m.tags, m.proof_count, m.metadata, 1 - (m.embedding <=> q.vec),
+		COALESCE(m.occurred_end, m.mentioned_at), m.embedding, m.created_at, m.updated_at`
+	// candidateScope keeps observations of one bank and exactly one tag
+	// set: scopes never mix. The tag comparison goes through array_cat so
+	// that the planner never reads the tags GIN index for it: with the
+	// scope's tags unknown at plan time it estimates a handful of rows
+	// there, while a common tag set (every fact of a bench, every fact of
+	// a project) matches the whole table.
+	candidateScope = `m.bank_id = $1 AND m.fact_type = 'observation' AND m.state = 'valid' AND m.embedding IS NOT NULL
+		AND array_cat(m.tags, '{}') @> q.tags AND array_cat(m.tags, '{}') <@ q.tags`
+
+	// qCandidateSettings: the iterative scan keeps the HNSW search going
+	// until enough rows pass the bank/scope filter; custom plans let the
+	// planner choose, per bank, between an exact scan of a small bank's
+	// observations and the HNSW index for a large one.
+	qCandidateSettings = `SELECT set_config('hnsw.ef_search', '100', true), set_config('hnsw.iterative_scan', 'relaxed_order', true),
+		set_config('plan_cache_mode', 'force_custom_plan', true)`
+	// qBatchCandidates runs the three candidate rankings for every fact of
+	// a batch in one statement. $1 bank, $2 the facts' queries as JSON
+	// (i, tags, terms, ents, slot), $3 their vectors in the same order,
+	// $4 the rows per ranking. Each row names its fact (i) and ranking
+	// (0 semantic, 1 keyword/entity, 2 slot) and carries the ranking's
+	// sort key; the caller orders.
+	qBatchCandidates = `WITH q AS MATERIALIZED (
+			SELECT q.i, q.tags, q.terms, q.ents, q.slot, v.vec,
+				CASE WHEN cardinality(q.terms) > 0 THEN to_tsquery('english', array_to_string(q.terms, ' | '))
+					|| to_tsquery('simple', array_to_string(q.terms, ' | ')) END AS tsq
+			FROM jsonb_to_recordset($2::jsonb) AS q(i int, tags text[], terms text[], ents uuid[], slot text)
+			JOIN unnest($3::halfvec[]) WITH ORDINALITY AS v(vec, ord) ON v.ord = q.i + 1)
+		SELECT q.i, 0, c.*, 0::real FROM q CROSS JOIN LATERAL (
+			SELECT ` + candidateCols + ` FROM memory_units m WHERE ` + candidateScope + `
+			ORDER BY m.embedding <=> q.vec LIMIT $4) c
+		UNION ALL
+		SELECT q.i, 1, c.* FROM q CROSS JOIN LATERAL (
+			SELECT ` + candidateCols + `, COALESCE(ts_rank(m.search_tsv, q.tsq), 0) AS rank FROM memory_units m
+			WHERE ` + candidateScope + `
+			  AND ((q.tsq IS NOT NULL AND m.search_tsv @@ q.tsq)
+			    OR (cardinality(q.ents) > 0 AND EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.unit_id = m.id AND ue.entity_id = ANY(q.ents))))
+			ORDER BY rank DESC, m.proof_count DESC, m.id LIMIT $4) c
+		WHERE q.tsq IS NOT NULL OR cardinality(q.ents) > 0
+		UNION ALL
+		SELECT q.i, 2, c.*, 0::real FROM q CROSS JOIN LATERAL (
+			SELECT ` + candidateCols + ` FROM memory_units m
+			WHERE ` + candidateScope + ` AND m.metadata->>'slot' = q.slot
+			ORDER BY m.updated_at DESC LIMIT $4) c
+		WHERE q.slot IS NOT NULL`
 
 	// A consolidation transaction may commit without waiting for the WAL
 	// flush: if the server crashes before the flush, the transaction is
-	// lost whole (never half), its facts are still unconsolidated, and the
-	// next drain redoes them. That trades nothing for not paying one
-	// fsync per fact.
-	qAsyncCommit = `SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)`
-	qLockFacts   = `SELECT id FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND consolidated_at IS NULL
-		ORDER BY id FOR UPDATE`
+	// lost whole (never half), its facts are still queued, and the next
+	// drain redoes them. That trades nothing for not paying one fsync per
+	// batch.
+	qAsyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`
+	// The queue rows are the facts' claim: locked in id order, and gone
+	// once a batch that held them committed.
+	qLockFacts        = `SELECT unit_id FROM consolidation_queue WHERE bank_id = $1 AND unit_id = ANY($2::uuid[]) ORDER BY unit_id FOR UPDATE`
 	qMarkConsolidated = `UPDATE memory_units SET consolidated_at = $3 WHERE bank_id = $1 AND id = ANY($2::uuid[])`
+	qDequeueFacts     = `DELETE FROM consolidation_queue WHERE unit_id = ANY($1::uuid[])`
 	qObsInsert        = `INSERT INTO memory_units (id, bank_id, fact_type, text, embedding, search_aux, mentioned_at,
 			tags, metadata, idempotency_key, proof_count, consolidated_at, created_at, updated_at)
-		VALUES ($1::uuid, $2, 'observation', $3, $4, $5, $6, $7, $8, 'observation:' || $1::uuid::text, 0, $6, $6, $6)
-		ON CONFLICT DO NOTHING`
-	qObsUnitEntities = `INSERT INTO unit_entities (unit_id, entity_id) SELECT $1, e FROM unnest($2::uuid[]) AS e ON CONFLICT DO NOTHING`
-	qObsLockText     = `SELECT text, state FROM memory_units WHERE bank_id = $1 AND id = $2 AND fact_type = 'observation' FOR UPDATE`
-	qObsUpdate       = `UPDATE memory_units SET text = $2, embedding = $3, search_aux = $4, metadata = $5, updated_at = $6 WHERE id = $1`
-	qObsInvalidate   = `UPDATE memory_units SET state = 'invalidated', invalid_reason = $2, updated_at = $3 WHERE id = $1`
-	qObsHistory      = `INSERT INTO observation_history (observation_id, action, old_text, new_text, reason, memory_ids, changed_at)
+		SELECT id, $1, 'observation', t, e, a, $2, ARRAY(SELECT jsonb_array_elements_text(g)), md,
+			'observation:' || id::text, 0, $2, $2, $2
+		FROM unnest($3::uuid[], $4::text[], $5::halfvec[], $6::text[], $7::jsonb[], $8::jsonb[]) AS x(id, t, e, a, g, md)
+		ON CONFLICT DO NOTHING
+		RETURNING id`
+	qObsUnitEntities = `INSERT INTO unit_entities (unit_id, entity_id) SELECT * FROM unnest($1::uuid[], $2::uuid[]) ON CONFLICT DO NOTHING`
+	qObsLock         = `SELECT id, text, state FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND fact_type = 'observation'
+		ORDER BY id FOR UPDATE`
+	qObsLockText = `SELECT text, state FROM memory_units WHERE bank_id = $1 AND id = $2 AND fact_type = 'observation' FOR UPDATE`
+	qObsUpdate   = `UPDATE memory_units m SET text = x.t, embedding = x.e, search_aux = x.a, metadata = x.md, updated_at = $2
+		FROM unnest($1::uuid[], $3::text[], $4::halfvec[], $5::text[], $6::jsonb[]) AS x(id, t, e, a, md) WHERE m.id = x.id`
+	qObsInvalidate      = `UPDATE memory_units SET state = 'invalidated', invalid_reason = $2, updated_at = $3 WHERE id = $1`
+	qObsInvalidateBatch = `UPDATE memory_units m SET state = 'invalidated', invalid_reason = x.r, updated_at = $2
+		FROM unnest($1::uuid[], $3::text[]) AS x(id, r) WHERE m.id = x.id`
+	qObsHistory = `INSERT INTO observation_history (observation_id, action, old_text, new_text, reason, memory_ids, changed_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`
+	// History rows of a batch keep the order of its edits: ids are drawn
+	// in ordinality order.
+	qObsHistoryBatch = `INSERT INTO observation_history (observation_id, action, old_text, new_text, reason, memory_ids, changed_at)
+		SELECT o, a, ot, nt, r, ARRAY(SELECT jsonb_array_elements_text(mi))::uuid[], $1
+		FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[]) WITH ORDINALITY AS x(o, a, ot, nt, r, mi, n)
+		ORDER BY n`
 	qObsEvidence = `INSERT INTO observation_evidence (observation_id, memory_id, quote, relevance, evidence_at)
-		SELECT $1, m, q, r, t FROM unnest($2::uuid[], $3::text[], $4::real[], $5::timestamptz[]) AS x(m, q, r, t)
+		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::real[], $5::timestamptz[])
 		ON CONFLICT (observation_id, memory_id) DO NOTHING`
 	// proof_count is recounted, never incremented, so a replay cannot
 	// count a piece of evidence twice.
-	qObsEvidenceTimes = `SELECT COALESCE(array_agg(evidence_at ORDER BY evidence_at), '{}') FROM observation_evidence WHERE observation_id = $1`
+	qObsEvidenceTimes = `SELECT x.id, COALESCE((SELECT array_agg(evidence_at ORDER BY evidence_at) FROM observation_evidence WHERE observation_id = x.id), '{}')
+		FROM unnest($1::uuid[]) AS x(id)`
 	// The observation's occurred range is when its current text holds:
 	// from the evidence of its latest text update (or its first evidence)
 	// to its newest evidence. Evidence of a replaced value stays attached
 	// but must not make "Alice moved to Shanghai" look true in the years
 	// she lived in Beijing, or temporal recall would answer with it.
-	qObsStats = `WITH since AS (
-			SELECT max(e2.evidence_at) AS t FROM observation_history h
-			JOIN observation_evidence e2 ON e2.observation_id = h.observation_id AND e2.memory_id = ANY (h.memory_ids)
-			WHERE h.observation_id = $1 AND h.action = 'update')
-		UPDATE memory_units SET proof_count = $2, trend = $3,
-			occurred_start = (SELECT min(ev.evidence_at) FROM observation_evidence ev, since
-				WHERE ev.observation_id = $1 AND (since.t IS NULL OR ev.evidence_at >= since.t)),
-			occurred_end = (SELECT max(evidence_at) FROM observation_evidence WHERE observation_id = $1),
-			mentioned_at = COALESCE((SELECT max(evidence_at) FROM observation_evidence WHERE observation_id = $1), mentioned_at)
-		WHERE id = $1`
+	qObsStats = `UPDATE memory_units m SET proof_count = x.n, trend = x.t,
+			occurred_start = (SELECT min(ev.evidence_at) FROM observation_evidence ev
+				WHERE ev.observation_id = x.id AND ev.evidence_at >= COALESCE((
+					SELECT max(e2.evidence_at) FROM observation_history h
+					JOIN observation_evidence e2 ON e2.observation_id = h.observation_id AND e2.memory_id = ANY (h.memory_ids)
+					WHERE h.observation_id = x.id AND h.action = 'update'), '-infinity')),
+			occurred_end = (SELECT max(evidence_at) FROM observation_evidence WHERE observation_id = x.id),
+			mentioned_at = COALESCE((SELECT max(evidence_at) FROM observation_evidence WHERE observation_id = x.id), m.mentioned_at)
+		FROM unnest($1::uuid[], $2::int[], $3::text[]) AS x(id, n, t) WHERE m.id = x.id`
+	// qObsNearDuplicateHits finds which of the created or updated
+	// observations have a near-duplicate in their scope; only those go
+	// through mergeNearDuplicates.
+	qObsNearDuplicateHits = `SELECT x.id FROM unnest($2::uuid[]) AS x(id) JOIN memory_units s ON s.id = x.id
+		WHERE s.embedding IS NOT NULL AND s.state = 'valid' AND EXISTS (
+			SELECT 1 FROM memory_units m WHERE m.bank_id = $1 AND m.fact_type = 'observation' AND m.state = 'valid'
+			  AND m.embedding IS NOT NULL AND m.id <> s.id
+			  AND array_cat(m.tags, '{}') @> s.tags AND array_cat(m.tags, '{}') <@ s.tags
+			  AND (m.embedding <=> s.embedding) <= $3)`
 	qObsNearDuplicates = `SELECT m.id, m.proof_count, m.created_at FROM memory_units m
-		WHERE ` + scopeFilter + ` AND m.embedding IS NOT NULL AND m.id <> $4
+		WHERE m.bank_id = $1 AND m.fact_type = 'observation' AND m.state = 'valid'
+		  AND m.tags @> $2::text[] AND m.tags <@ $2::text[] AND m.embedding IS NOT NULL AND m.id <> $4
 		  AND (m.embedding <=> $3::halfvec) <= $5
 		ORDER BY m.id`
 	qObsSelf         = `SELECT tags, proof_count, created_at, embedding FROM memory_units WHERE id = $1`
@@ -270,85 +318,153 @@ type CandidateLists struct {
 }
 
 // ObservationCandidates runs the semantic (HNSW), keyword/entity and slot
-// candidate queries for one fact in one read-only transaction.
+// candidate queries for one fact.
 func (s *Store) ObservationCandidates(ctx context.Context, q CandidateQuery) (CandidateLists, error) {
-	var out CandidateLists
-	if len(q.Embedding) == 0 {
-		return out, fmt.Errorf("observation candidates bank %s: fact has no embedding", q.BankID)
+	out, err := s.BatchObservationCandidates(ctx, q.BankID, []CandidateQuery{q}, q.Limit)
+	if err != nil {
+		return CandidateLists{}, err
 	}
-	tags := q.Tags
-	if tags == nil {
-		tags = []string{}
+	return out[0], nil
+}
+
+type candidateQueryJSON struct {
+	I     int         `json:"i"`
+	Tags  []string    `json:"tags"`
+	Terms []string    `json:"terms"`
+	Ents  []uuid.UUID `json:"ents"`
+	Slot  *string     `json:"slot"`
+}
+
+// BatchObservationCandidates runs the three candidate rankings of every
+// query (facts of one bank) in one statement and one read-only
+// transaction, limit rows per ranking. The lists come back in the
+// rankings' orders: similarity, then keyword rank (ts_rank, evidence,
+// id), then the slot holder updated last.
+func (s *Store) BatchObservationCandidates(ctx context.Context, bankID string, qs []CandidateQuery, limit int) ([]CandidateLists, error) {
+	out := make([]CandidateLists, len(qs))
+	if len(qs) == 0 {
+		return out, nil
 	}
-	vec := pgvector.NewHalfVector(q.Embedding)
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, qObsHNSW); err != nil {
-			return err
+	js := make([]candidateQueryJSON, len(qs))
+	vecs := make([]pgvector.HalfVector, len(qs))
+	for i, q := range qs {
+		if len(q.Embedding) == 0 {
+			return nil, fmt.Errorf("observation candidates bank %s: fact %d has no embedding", bankID, i)
 		}
-		var err error
-		if out.Semantic, err = scanCandidates(tx.Query(ctx, qObsSemantic, q.BankID, tags, vec, q.Limit)); err != nil {
-			return fmt.Errorf("semantic: %w", err)
+		j := candidateQueryJSON{I: i, Tags: q.Tags, Terms: q.Terms, Ents: q.EntityIDs}
+		if j.Tags == nil {
+			j.Tags = []string{}
 		}
-		if len(q.Terms) > 0 || len(q.EntityIDs) > 0 {
-			terms, ents := q.Terms, q.EntityIDs
-			if terms == nil {
-				terms = []string{}
-			}
-			if ents == nil {
-				ents = []uuid.UUID{}
-			}
-			if out.Keyword, err = scanCandidates(tx.Query(ctx, qObsKeyword, q.BankID, tags, vec, q.Limit, terms, ents)); err != nil {
-				return fmt.Errorf("keyword: %w", err)
-			}
+		if j.Terms == nil {
+			j.Terms = []string{}
+		}
+		if j.Ents == nil {
+			j.Ents = []uuid.UUID{}
 		}
 		if q.Slot != "" {
-			if out.Slot, err = scanCandidates(tx.Query(ctx, qObsSlot, q.BankID, tags, vec, q.Limit, q.Slot)); err != nil {
-				return fmt.Errorf("slot: %w", err)
-			}
+			j.Slot = &q.Slot
 		}
-		return nil
+		js[i] = j
+		vecs[i] = pgvector.NewHalfVector(q.Embedding)
+	}
+	payload, err := json.Marshal(js)
+	if err != nil {
+		return nil, err
+	}
+	type ranked struct {
+		c       ObservationCandidate
+		updated time.Time
+		rank    float32
+	}
+	lists := make([][3][]ranked, len(qs))
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, qCandidateSettings); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, qBatchCandidates, bankID, payload, vecs, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var i, list int32
+			var r ranked
+			var n int32
+			var meta map[string]any
+			var vec *pgvector.HalfVector
+			if err := rows.Scan(&i, &list, &r.c.ID, &r.c.Text, &r.c.Tags, &n, &meta, &r.c.Similarity, &r.c.LastEvidence, &vec,
+				&r.c.CreatedAt, &r.updated, &r.rank); err != nil {
+				return err
+			}
+			if int(i) >= len(qs) || list < 0 || list > 2 {
+				return fmt.Errorf("candidate row for fact %d ranking %d", i, list)
+			}
+			r.c.ProofCount = int(n)
+			r.c.Metadata = map[string]string{}
+			for k, v := range meta {
+				if s, ok := v.(string); ok {
+					r.c.Metadata[k] = s
+				}
+			}
+			if vec != nil {
+				r.c.Embedding = vec.Slice()
+			}
+			lists[i][list] = append(lists[i][list], r)
+		}
+		return rows.Err()
 	})
 	if err != nil {
-		return out, fmt.Errorf("observation candidates bank %s: %w", q.BankID, err)
+		return nil, fmt.Errorf("observation candidates bank %s (%d facts): %w", bankID, len(qs), err)
+	}
+	byID := func(a, b ranked) int { return slices.Compare(a.c.ID[:], b.c.ID[:]) }
+	for i := range lists {
+		sem, kw, slot := lists[i][0], lists[i][1], lists[i][2]
+		slices.SortStableFunc(sem, func(a, b ranked) int {
+			if c := cmp.Compare(b.c.Similarity, a.c.Similarity); c != 0 {
+				return c
+			}
+			return byID(a, b)
+		})
+		slices.SortStableFunc(kw, func(a, b ranked) int {
+			if c := cmp.Compare(b.rank, a.rank); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(b.c.ProofCount, a.c.ProofCount); c != 0 {
+				return c
+			}
+			return byID(a, b)
+		})
+		slices.SortStableFunc(slot, func(a, b ranked) int {
+			if c := b.updated.Compare(a.updated); c != 0 {
+				return c
+			}
+			return byID(a, b)
+		})
+		take := func(rs []ranked) []ObservationCandidate {
+			var o []ObservationCandidate
+			for _, r := range rs {
+				o = append(o, r.c)
+			}
+			return o
+		}
+		out[i] = CandidateLists{Semantic: take(sem), Keyword: take(kw), Slot: take(slot)}
 	}
 	return out, nil
 }
 
-func scanCandidates(rows pgx.Rows, err error) ([]ObservationCandidate, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []ObservationCandidate
-	for rows.Next() {
-		var c ObservationCandidate
-		var n int32
-		var meta map[string]any
-		var vec *pgvector.HalfVector
-		if err := rows.Scan(&c.ID, &c.Text, &c.Tags, &n, &meta, &c.Similarity, &c.LastEvidence, &vec); err != nil {
-			return nil, err
-		}
-		c.ProofCount = int(n)
-		c.Metadata = map[string]string{}
-		for k, v := range meta {
-			if s, ok := v.(string); ok {
-				c.Metadata[k] = s
-			}
-		}
-		if vec != nil {
-			c.Embedding = vec.Slice()
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
-}
-
-// ApplyConsolidation writes one decision and marks its facts consolidated
-// in the same transaction. The facts are locked first: if any of them is
-// already consolidated, nothing is written (Applied false), so a decision
-// is applied at most once even when two workers or a restarted worker
-// adjudicated the same facts. Inserts use derived ids and ON CONFLICT DO
-// NOTHING as a second line of defence.
+// ApplyConsolidation writes the edits of a batch of facts and marks the
+// facts consolidated, in one transaction. The facts' queue rows are locked
+// first: if any of them is already consolidated, nothing is written
+// (Applied false), so a decision is applied at most once even when two
+// workers or a restarted worker adjudicated the same facts. Inserts use
+// derived ids and ON CONFLICT DO NOTHING as a second line of defence.
+//
+// Edits take effect in order, as if applied one by one: history rows keep
+// their order and an update records the text the previous edit left. The
+// rows of a kind are written with one statement each. Then every created
+// or updated observation is merged with its near-duplicates of the same
+// scope, and the statistics (proof_count, trend, occurred range) of every
+// touched observation are recomputed once.
 func (s *Store) ApplyConsolidation(ctx context.Context, a ConsolidationApply) (ApplyOutcome, error) {
 	var out ApplyOutcome
 	if a.Trend == nil {
@@ -359,7 +475,8 @@ func (s *Store) ApplyConsolidation(ctx context.Context, a ConsolidationApply) (A
 		if _, err := tx.Exec(ctx, qAsyncCommit); err != nil {
 			return fmt.Errorf("async commit: %w", err)
 		}
-		rows, err := tx.Query(ctx, qLockFacts, a.BankID, a.FactIDs)
+		facts := uniqueIDs(a.FactIDs)
+		rows, err := tx.Query(ctx, qLockFacts, a.BankID, facts)
 		if err != nil {
 			return fmt.Errorf("lock facts: %w", err)
 		}
@@ -367,26 +484,39 @@ func (s *Store) ApplyConsolidation(ctx context.Context, a ConsolidationApply) (A
 		if err != nil {
 			return fmt.Errorf("lock facts: %w", err)
 		}
-		if len(locked) != len(uniqueIDs(a.FactIDs)) {
+		if len(locked) != len(facts) {
 			return nil
 		}
-		touched := []uuid.UUID{}
+		w, err := newEditWriter(ctx, tx, a)
+		if err != nil {
+			return err
+		}
 		for _, e := range a.Edits {
-			if err := applyEdit(ctx, tx, a, e, &out); err != nil {
+			if err := w.add(e); err != nil {
 				return fmt.Errorf("%s observation %s: %w", e.Kind, e.ObservationID, err)
 			}
-			if !slices.Contains(touched, e.ObservationID) {
-				touched = append(touched, e.ObservationID)
-			}
 		}
-		if a.MergeThreshold > 0 {
-			for _, e := range a.Edits {
-				if e.Kind != EditCreate && e.Kind != EditUpdate {
+		if err := w.flush(ctx, &out); err != nil {
+			return err
+		}
+		touched := w.touched
+		if a.MergeThreshold > 0 && len(w.reshaped) > 0 {
+			rows, err := tx.Query(ctx, qObsNearDuplicateHits, a.BankID, w.reshaped, 1-a.MergeThreshold)
+			if err != nil {
+				return fmt.Errorf("near-duplicates: %w", err)
+			}
+			hits, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+			if err != nil {
+				return fmt.Errorf("near-duplicates: %w", err)
+			}
+			// In edit order, as a one-by-one apply would merge.
+			for _, id := range w.reshaped {
+				if !slices.Contains(hits, id) {
 					continue
 				}
-				survivor, merged, err := mergeNearDuplicates(ctx, tx, a, e.ObservationID)
+				survivor, merged, err := mergeNearDuplicates(ctx, tx, a, id)
 				if err != nil {
-					return fmt.Errorf("merge near-duplicates of %s: %w", e.ObservationID, err)
+					return fmt.Errorf("merge near-duplicates of %s: %w", id, err)
 				}
 				out.Merged += merged
 				if merged > 0 && !slices.Contains(touched, survivor) {
@@ -394,13 +524,14 @@ func (s *Store) ApplyConsolidation(ctx context.Context, a ConsolidationApply) (A
 				}
 			}
 		}
-		for _, id := range touched {
-			if err := refreshObservationStats(ctx, tx, id, a.Trend); err != nil {
-				return fmt.Errorf("observation %s stats: %w", id, err)
-			}
+		if err := refreshObservationStats(ctx, tx, touched, a.Trend); err != nil {
+			return fmt.Errorf("observation stats: %w", err)
 		}
-		if _, err := tx.Exec(ctx, qMarkConsolidated, a.BankID, a.FactIDs, a.Now); err != nil {
+		if _, err := tx.Exec(ctx, qMarkConsolidated, a.BankID, facts, a.Now); err != nil {
 			return fmt.Errorf("mark consolidated: %w", err)
+		}
+		if _, err := tx.Exec(ctx, qDequeueFacts, facts); err != nil {
+			return fmt.Errorf("dequeue facts: %w", err)
 		}
 		out.Applied = true
 		return nil
@@ -424,7 +555,141 @@ func metadataJSON(m map[string]string) ([]byte, error) {
 	return json.Marshal(m)
 }
 
-func applyEdit(ctx context.Context, tx pgx.Tx, a ConsolidationApply, e ObsEdit, out *ApplyOutcome) error {
+// obsState is what an apply knows of an observation while it replays the
+// edits: its text and state as the previous edit left them.
+type obsState struct {
+	text  string
+	valid bool
+}
+
+// editWriter turns a batch's edits into one statement per kind of row.
+type editWriter struct {
+	tx  pgx.Tx
+	a   ConsolidationApply
+	obs map[uuid.UUID]*obsState
+	// created are the observations this apply inserted (not those that
+	// existed already: a replay).
+	created map[uuid.UUID]bool
+	// touched are the observations whose statistics change, reshaped
+	// those created or updated (merge candidates), in edit order.
+	touched, reshaped []uuid.UUID
+
+	hObs                             []uuid.UUID
+	hAction, hOld, hNew, hReason     []*string
+	hMem                             [][]byte
+	evObs, evMem                     []uuid.UUID
+	evQuote                          []string
+	evRel                            []float32
+	evAt                             []time.Time
+	ueUnit, ueEnt                    []uuid.UUID
+	updates                          map[uuid.UUID]int
+	uID                              []uuid.UUID
+	uText, uAux                      []string
+	uVec                             []pgvector.HalfVector
+	uMeta                            [][]byte
+	invID                            []uuid.UUID
+	invReason                        []string
+	createdCount, updated, invalided int
+}
+
+// newEditWriter inserts the batch's new observations (so that later edits
+// may refer to them) and locks, in id order, every existing observation
+// the edits touch.
+func newEditWriter(ctx context.Context, tx pgx.Tx, a ConsolidationApply) (*editWriter, error) {
+	w := &editWriter{tx: tx, a: a, obs: map[uuid.UUID]*obsState{}, created: map[uuid.UUID]bool{}, updates: map[uuid.UUID]int{}}
+	var cID []uuid.UUID
+	var cText, cAux []string
+	var cVec []pgvector.HalfVector
+	var cTags, cMeta [][]byte
+	seen := map[uuid.UUID]bool{}
+	for _, e := range a.Edits {
+		if e.Kind != EditCreate || seen[e.ObservationID] {
+			continue
+		}
+		seen[e.ObservationID] = true
+		if e.Text == "" || len(e.Embedding) == 0 {
+			return nil, fmt.Errorf("create observation %s: a new observation needs text and an embedding", e.ObservationID)
+		}
+		meta, err := metadataJSON(e.Metadata)
+		if err != nil {
+			return nil, err
+		}
+		tags := e.Tags
+		if tags == nil {
+			tags = []string{}
+		}
+		tj, err := json.Marshal(tags)
+		if err != nil {
+			return nil, err
+		}
+		cID, cText, cAux = append(cID, e.ObservationID), append(cText, e.Text), append(cAux, e.SearchAux)
+		cVec, cTags, cMeta = append(cVec, pgvector.NewHalfVector(e.Embedding)), append(cTags, tj), append(cMeta, meta)
+	}
+	if len(cID) > 0 {
+		rows, err := tx.Query(ctx, qObsInsert, a.BankID, a.Now, cID, cText, cVec, cAux, cTags, cMeta)
+		if err != nil {
+			return nil, fmt.Errorf("insert observations: %w", err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		if err != nil {
+			return nil, fmt.Errorf("insert observations: %w", err)
+		}
+		for _, id := range ids {
+			w.created[id] = true
+		}
+	}
+	var lock []uuid.UUID
+	for _, e := range a.Edits {
+		if !w.created[e.ObservationID] && !slices.Contains(lock, e.ObservationID) {
+			lock = append(lock, e.ObservationID)
+		}
+	}
+	if len(lock) > 0 {
+		rows, err := tx.Query(ctx, qObsLock, a.BankID, uniqueIDs(lock))
+		if err != nil {
+			return nil, fmt.Errorf("lock observations: %w", err)
+		}
+		for rows.Next() {
+			var id uuid.UUID
+			var text, state string
+			if err := rows.Scan(&id, &text, &state); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("lock observations: %w", err)
+			}
+			w.obs[id] = &obsState{text: text, valid: state == "valid"}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("lock observations: %w", err)
+		}
+	}
+	return w, nil
+}
+
+func (w *editWriter) history(obs uuid.UUID, action string, old, new *string, reason string, mem []uuid.UUID) error {
+	if mem == nil {
+		mem = []uuid.UUID{}
+	}
+	mj, err := json.Marshal(mem)
+	if err != nil {
+		return err
+	}
+	w.hObs, w.hAction, w.hOld, w.hNew, w.hReason = append(w.hObs, obs), append(w.hAction, &action), append(w.hOld, old),
+		append(w.hNew, new), append(w.hReason, &reason)
+	w.hMem = append(w.hMem, mj)
+	return nil
+}
+
+func (w *editWriter) touch(id uuid.UUID, reshaped bool) {
+	if !slices.Contains(w.touched, id) {
+		w.touched = append(w.touched, id)
+	}
+	if reshaped && !slices.Contains(w.reshaped, id) {
+		w.reshaped = append(w.reshaped, id)
+	}
+}
+
+func (w *editWriter) add(e ObsEdit) error {
 	memIDs := make([]uuid.UUID, len(e.Evidence))
 	for i, ev := range e.Evidence {
 		memIDs[i] = ev.MemoryID
@@ -435,36 +700,26 @@ func applyEdit(ctx context.Context, tx pgx.Tx, a ConsolidationApply, e ObsEdit, 
 	}
 	switch e.Kind {
 	case EditCreate:
-		if e.Text == "" || len(e.Embedding) == 0 {
-			return errors.New("a new observation needs text and an embedding")
-		}
-		meta, err := metadataJSON(e.Metadata)
-		if err != nil {
-			return err
-		}
-		tags := e.Tags
-		if tags == nil {
-			tags = []string{}
-		}
-		tag, err := tx.Exec(ctx, qObsInsert, e.ObservationID, a.BankID, e.Text, pgvector.NewHalfVector(e.Embedding), e.SearchAux, a.Now, tags, meta)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() > 0 {
-			out.Created++
-			if _, err := tx.Exec(ctx, qObsHistory, e.ObservationID, "create", nil, e.Text, e.Reason, sources, a.Now); err != nil {
-				return err
+		if w.created[e.ObservationID] {
+			if _, done := w.obs[e.ObservationID]; !done {
+				text := e.Text
+				w.obs[e.ObservationID] = &obsState{text: text, valid: true}
+				w.createdCount++
+				if err := w.history(e.ObservationID, "create", nil, &text, e.Reason, sources); err != nil {
+					return err
+				}
 			}
 		}
 		if len(e.EntityIDs) > 0 {
-			if _, err := tx.Exec(ctx, qObsUnitEntities, e.ObservationID, e.EntityIDs); err != nil {
-				return err
+			for _, ent := range e.EntityIDs {
+				w.ueUnit, w.ueEnt = append(w.ueUnit, e.ObservationID), append(w.ueEnt, ent)
 			}
 		}
+		w.touch(e.ObservationID, true)
 	case EditUpdate, EditInvalidate, EditEvidence:
-		var old, state string
-		if err := tx.QueryRow(ctx, qObsLockText, a.BankID, e.ObservationID).Scan(&old, &state); err != nil {
-			return translate(err)
+		st, ok := w.obs[e.ObservationID]
+		if !ok {
+			return ErrNotFound
 		}
 		switch e.Kind {
 		case EditUpdate:
@@ -475,41 +730,82 @@ func applyEdit(ctx context.Context, tx pgx.Tx, a ConsolidationApply, e ObsEdit, 
 			if err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, qObsUpdate, e.ObservationID, e.Text, pgvector.NewHalfVector(e.Embedding), e.SearchAux, meta, a.Now); err != nil {
+			old, text := st.text, e.Text
+			if err := w.history(e.ObservationID, "update", &old, &text, e.Reason, sources); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, qObsHistory, e.ObservationID, "update", old, e.Text, e.Reason, sources, a.Now); err != nil {
-				return err
+			st.text = text
+			vec := pgvector.NewHalfVector(e.Embedding)
+			if k, ok := w.updates[e.ObservationID]; ok {
+				w.uText[k], w.uVec[k], w.uAux[k], w.uMeta[k] = text, vec, e.SearchAux, meta
+			} else {
+				w.updates[e.ObservationID] = len(w.uID)
+				w.uID, w.uText, w.uVec, w.uAux, w.uMeta = append(w.uID, e.ObservationID), append(w.uText, text),
+					append(w.uVec, vec), append(w.uAux, e.SearchAux), append(w.uMeta, meta)
 			}
-			out.Updated++
+			w.updated++
+			w.touch(e.ObservationID, true)
 		case EditInvalidate:
-			if state == "invalidated" {
+			if !st.valid {
 				break
 			}
-			if _, err := tx.Exec(ctx, qObsInvalidate, e.ObservationID, e.Reason, a.Now); err != nil {
+			st.valid = false
+			old := st.text
+			if err := w.history(e.ObservationID, "invalidate", &old, nil, e.Reason, sources); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, qObsHistory, e.ObservationID, "invalidate", old, nil, e.Reason, sources, a.Now); err != nil {
-				return err
-			}
-			out.Invalidated++
+			w.invID, w.invReason = append(w.invID, e.ObservationID), append(w.invReason, e.Reason)
+			w.invalided++
+		default:
+			w.touch(e.ObservationID, false)
 		}
 	default:
 		return fmt.Errorf("unknown edit kind %q", e.Kind)
 	}
+	for _, ev := range e.Evidence {
+		w.evObs, w.evMem, w.evQuote = append(w.evObs, e.ObservationID), append(w.evMem, ev.MemoryID), append(w.evQuote, ev.Quote)
+		w.evRel, w.evAt = append(w.evRel, ev.Relevance), append(w.evAt, ev.At)
+	}
 	if len(e.Evidence) > 0 {
-		quotes := make([]string, len(e.Evidence))
-		rel := make([]float32, len(e.Evidence))
-		at := make([]time.Time, len(e.Evidence))
-		for i, ev := range e.Evidence {
-			quotes[i], rel[i], at[i] = ev.Quote, ev.Relevance, ev.At
+		w.touch(e.ObservationID, false)
+	}
+	return nil
+}
+
+// flush writes the collected rows: updates, invalidations, history,
+// entities and evidence, one statement each.
+func (w *editWriter) flush(ctx context.Context, out *ApplyOutcome) error {
+	tx, a := w.tx, w.a
+	if len(w.uID) > 0 {
+		if _, err := tx.Exec(ctx, qObsUpdate, w.uID, a.Now, w.uText, w.uVec, w.uAux, w.uMeta); err != nil {
+			return fmt.Errorf("update observations: %w", err)
 		}
-		tag, err := tx.Exec(ctx, qObsEvidence, e.ObservationID, memIDs, quotes, rel, at)
+	}
+	if len(w.invID) > 0 {
+		if _, err := tx.Exec(ctx, qObsInvalidateBatch, w.invID, a.Now, w.invReason); err != nil {
+			return fmt.Errorf("invalidate observations: %w", err)
+		}
+	}
+	if len(w.hObs) > 0 {
+		if _, err := tx.Exec(ctx, qObsHistoryBatch, a.Now, w.hObs, w.hAction, w.hOld, w.hNew, w.hReason, w.hMem); err != nil {
+			return fmt.Errorf("observation history: %w", err)
+		}
+	}
+	if len(w.ueUnit) > 0 {
+		if _, err := tx.Exec(ctx, qObsUnitEntities, w.ueUnit, w.ueEnt); err != nil {
+			return fmt.Errorf("observation entities: %w", err)
+		}
+	}
+	if len(w.evObs) > 0 {
+		tag, err := tx.Exec(ctx, qObsEvidence, w.evObs, w.evMem, w.evQuote, w.evRel, w.evAt)
 		if err != nil {
 			return fmt.Errorf("evidence: %w", err)
 		}
 		out.Evidence += int(tag.RowsAffected())
 	}
+	out.Created += w.createdCount
+	out.Updated += w.updated
+	out.Invalidated += w.invalided
 	return nil
 }
 
@@ -592,12 +888,33 @@ func mergeNearDuplicates(ctx context.Context, tx pgx.Tx, a ConsolidationApply, i
 	return survivor, len(group) - 1, nil
 }
 
-func refreshObservationStats(ctx context.Context, tx pgx.Tx, id uuid.UUID, trend func([]time.Time) string) error {
-	var times []time.Time
-	if err := tx.QueryRow(ctx, qObsEvidenceTimes, id).Scan(&times); err != nil {
+// refreshObservationStats recounts the evidence of the given observations
+// and relabels their trends, in two statements.
+func refreshObservationStats(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, trend func([]time.Time) string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, qObsEvidenceTimes, ids)
+	if err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, qObsStats, id, len(times), trend(times))
+	var n []int32
+	var labels []string
+	var order []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		var times []time.Time
+		if err := rows.Scan(&id, &times); err != nil {
+			rows.Close()
+			return err
+		}
+		order, n, labels = append(order, id), append(n, int32(len(times))), append(labels, trend(times))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, qObsStats, order, n, labels)
 	return err
 }
 
@@ -738,7 +1055,7 @@ func (s *Store) RankObservations(ctx context.Context, bankID string, tags []stri
 	}
 	var out []RankedObservation
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, qObsHNSW); err != nil {
+		if _, err := tx.Exec(ctx, qCandidateSettings); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, qRankObservations, bankID, tags, pgvector.NewHalfVector(vec), limit)

@@ -88,14 +88,10 @@ const (
 		WHERE state = 'running' AND locked_at < now() - make_interval(secs => $1)`
 	qConsolidationState = `UPDATE banks SET consolidation_state = $2, updated_at = now() WHERE id = $1`
 	qBankPaused         = `SELECT consolidation_state = 'paused' FROM banks WHERE id = $1`
-	// The partial index memory_units_unconsolidated_idx serves both
-	// aggregates.
-	qBacklog = `SELECT count(*), min(created_at), now() FROM memory_units
-		WHERE consolidated_at IS NULL AND fact_type <> 'observation'`
-	qBacklogBank = `SELECT count(*) FROM memory_units
-		WHERE bank_id = $1 AND consolidated_at IS NULL AND fact_type <> 'observation'`
-	qBanksWithBacklog = `SELECT DISTINCT bank_id FROM memory_units
-		WHERE consolidated_at IS NULL AND fact_type <> 'observation'`
+	// The consolidation queue holds exactly the unconsolidated facts.
+	qBacklog          = `SELECT count(*), min(m.created_at), now() FROM consolidation_queue cq JOIN memory_units m ON m.id = cq.unit_id`
+	qBacklogBank      = `SELECT count(*) FROM consolidation_queue WHERE bank_id = $1`
+	qBanksWithBacklog = `SELECT DISTINCT bank_id FROM consolidation_queue`
 )
 
 // ClaimJob takes the oldest due job of kind whose bank is not paused and

@@ -28,7 +28,7 @@ const qStats = `SELECT
 	(SELECT count(*) FROM entities WHERE bank_id = $1 AND merged_into IS NULL),
 	(SELECT count(*) FROM memory_links WHERE bank_id = $1),
 	(SELECT count(*) FROM mental_models WHERE bank_id = $1),
-	(SELECT count(*) FROM memory_units WHERE bank_id = $1 AND consolidated_at IS NULL AND fact_type <> 'observation'),
+	(SELECT count(*) FROM consolidation_queue WHERE bank_id = $1),
 	(SELECT count(*) FROM events WHERE bank_id = $1 AND unit_of IS NULL),
 	(SELECT count(*) FROM dead_letters WHERE bank_id = $1)`
 
