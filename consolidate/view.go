@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/memstream/memstream/text"
 	"github.com/memstream/memstream/store"
+	"github.com/memstream/memstream/text"
 )
 
 // A batch's candidates are read in one statement, before any of its facts
