@@ -74,3 +74,41 @@ func benchIngest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	deps := bench.IngestDeps{NewEmbedder: func() (embed.Embedder, error) { return newEmbedder(config.Default()) }, BasePolicy: basePolicy(config.Default())}
 	return bench.RunIngest(ctx, deps, f, stdout, stderr)
 }
+
+const benchConsolidateUsage = `Usage: memstream bench consolidate [flags]
+
+Ingests N synthetic chat events (the ingest benchmark's) through the full
+pipeline with consolidation off, then lets the consolidation worker drain
+the backlog they left, and optionally ingests more events while it runs.
+Prints one JSON line (stdout): the ingest rate, the consolidation rate and
+their ratio, the backlog once per second, and where the drain's time went.
+
+Flags:`
+
+func benchConsolidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	def := config.Default()
+	fs := flag.NewFlagSet("bench consolidate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c bench.ConsolidateConfig
+	f := &c.Ingest
+	fs.IntVar(&f.Events, "events", 1000, "events to ingest before the drain (1000 make about 17 000 facts)")
+	fs.IntVar(&f.Banks, "banks", 8, "memory banks the events spread over")
+	fs.IntVar(&f.Partitions, "partitions", 4, "partitions of the events topic")
+	fs.IntVar(&f.Lanes, "lanes", def.Pipeline.PersistWorkers, "pipeline lanes (pipeline.persist_workers)")
+	fs.IntVar(&f.BatchSize, "batch-size", def.Pipeline.BatchSize, "pipeline batch size (pipeline.batch_size)")
+	fs.Uint64Var(&f.Seed, "seed", 1, "random seed of the synthetic events")
+	fs.StringVar(&f.DatabaseURL, "database-url", "", "PostgreSQL URL to use (a fresh schema is created and dropped); default: a managed server under a temp dir")
+	fs.IntVar(&c.Workers, "workers", def.Consolidation.Workers, "consolidation workers (consolidation.workers)")
+	fs.IntVar(&c.BatchSize, "consolidation-batch", def.Consolidation.BatchSize, "facts per consolidation batch (consolidation.batch_size)")
+	fs.IntVar(&c.SustainEvents, "sustain-events", 0, "events ingested while the worker runs, after the drain (0: skip)")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a Go CPU profile of the drain to this file")
+	fs.Usage = func() { fmt.Fprintln(stderr, benchConsolidateUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if f.Events <= 0 || f.Banks <= 0 || f.Partitions <= 0 || f.Lanes <= 0 || f.BatchSize <= 0 || c.Workers <= 0 || c.BatchSize <= 0 || c.SustainEvents < 0 {
+		return fmt.Errorf("bench consolidate: counts must be positive")
+	}
+	deps := bench.IngestDeps{NewEmbedder: func() (embed.Embedder, error) { return newEmbedder(config.Default()) }, BasePolicy: basePolicy(config.Default())}
+	return bench.RunConsolidate(ctx, deps, c, stdout, stderr)
+}
