@@ -65,7 +65,11 @@ func (k Kafka) Embedded() bool { return len(k.Brokers) == 0 }
 // Database configures PostgreSQL.
 type Database struct {
 	// URL is a postgres:// URL, or "embedded" for the managed private server.
-	URL          string `yaml:"url"`
+	URL string `yaml:"url"`
+	// ReadURL, when set, is a read-only server (a streaming replica of
+	// URL's) that recall reads from; writes, jobs and everything else stay
+	// on URL. Empty reads from URL.
+	ReadURL      string `yaml:"read_url"`
 	EmbeddedPort int    `yaml:"embedded_port"`
 	MaxConns     int    `yaml:"max_conns"`
 }
@@ -342,6 +346,12 @@ func (c *Config) Validate() error {
 		u, err := url.Parse(c.Database.URL)
 		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
 			add(fieldErr("database.url", "must be \"embedded\" or a postgres:// URL with a host"))
+		}
+	}
+	if c.Database.ReadURL != "" {
+		u, err := url.Parse(c.Database.ReadURL)
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+			add(fieldErr("database.read_url", "must be empty or a postgres:// URL with a host (a streaming replica of database.url)"))
 		}
 	}
 	if c.Database.EmbeddedPort <= 0 || c.Database.EmbeddedPort > 65535 {

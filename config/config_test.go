@@ -44,6 +44,7 @@ func TestFullFileValues(t *testing.T) {
 func TestBadFiles(t *testing.T) {
 	want := map[string]string{
 		"bad-url.bad.yml":          "database.url",
+		"bad-read-url.bad.yml":     "database.read_url",
 		"negative-size.bad.yml":    "kafka.max_event_bytes",
 		"unknown-provider.bad.yml": "llm.provider",
 		"unknown-key.bad.yml":      "brokerz",

@@ -168,6 +168,7 @@ func Print(cfg Config) string {
 	if u := masked.Database.URL; u != "embedded" {
 		masked.Database.URL = maskURL(u)
 	}
+	masked.Database.ReadURL = maskURL(masked.Database.ReadURL)
 	out, _ := yaml.Marshal(masked)
 	return string(out)
 }

@@ -62,16 +62,19 @@ func parseRoles(s string) (roles, error) {
 
 // app is the wired process: main builds it, runs it and stops it.
 type app struct {
-	cfg   config.Config
-	log   *slog.Logger
-	reg   *prometheus.Registry
-	pg    *pgserver.Server
-	st    *store.Store
-	kafka *broker.Embedded
-	prod  *kgo.Client
-	pipe  *pipeline.Pipeline
-	cons  *consumer.Consumer
-	api   *recallapi.Server
+	cfg config.Config
+	log *slog.Logger
+	reg *prometheus.Registry
+	pg  *pgserver.Server
+	st  *store.Store
+	// readSt is database.read_url's server (a streaming replica) that the
+	// API's recall reads from; nil reads from st.
+	readSt *store.Store
+	kafka  *broker.Embedded
+	prod   *kgo.Client
+	pipe   *pipeline.Pipeline
+	cons   *consumer.Consumer
+	api    *recallapi.Server
 	// worker consolidates (when runWorker) and refreshes mental models.
 	worker    *consolidate.Worker
 	runWorker bool
@@ -289,7 +292,7 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 			return a, err
 		}
 	}
-	var rc *recall.Recaller
+	var rc, workerRC *recall.Recaller
 	if rl.api || rl.worker {
 		rcfg := recall.Config{Registerer: reg, Clock: a.st, Scale: scale}
 		if cfg.Rerank.Provider == "http" {
@@ -299,14 +302,32 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 			}
 			rcfg.Reranker = rr
 		}
-		if rc, err = recall.New(a.st.Pool(), emb, rcfg, log); err != nil {
+		// With a read replica, the API's recall reads from it; the worker
+		// keeps reading the primary, where consolidation has just written.
+		pool := a.st.Pool()
+		if rl.api && cfg.Database.ReadURL != "" {
+			if a.readSt, err = store.Open(ctx, store.Config{URL: cfg.Database.ReadURL, MaxConns: cfg.Database.MaxConns, Dim: cfg.Embed.Dim},
+				log.With("database", "read_url")); err != nil {
+				return a, fmt.Errorf("database.read_url: %w", err)
+			}
+			pool = a.readSt.Pool()
+			wcfg := rcfg
+			wcfg.Registerer = nil
+			if workerRC, err = recall.New(a.st.Pool(), emb, wcfg, log); err != nil {
+				return a, err
+			}
+		}
+		if rc, err = recall.New(pool, emb, rcfg, log); err != nil {
 			return a, err
+		}
+		if workerRC == nil {
+			workerRC = rc
 		}
 	}
 	// The worker role runs consolidation; the api role needs the same
 	// worker for on-demand mental-model refreshes.
 	if (rl.worker && cfg.Consolidation.Enabled) || rl.api {
-		if a.worker, err = newConsolidationWorker(cfg, a.st, emb, scale, rc, reg, log, nil); err != nil {
+		if a.worker, err = newConsolidationWorker(cfg, a.st, emb, scale, workerRC, reg, log, nil); err != nil {
 			return a, err
 		}
 		a.runWorker = rl.worker && cfg.Consolidation.Enabled
@@ -353,6 +374,9 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 // not take API replicas serving recall out of their load balancer.
 func (a *app) readiness(rl roles) map[string]func(context.Context) error {
 	ready := map[string]func(context.Context) error{"database": a.st.Ping}
+	if a.readSt != nil {
+		ready["read_database"] = a.readSt.Ping
+	}
 	if rl.ingest {
 		ready["kafka"] = func(ctx context.Context) error { return a.prod.Ping(ctx) }
 	}
@@ -462,6 +486,9 @@ func (a *app) stop(ctx context.Context) {
 	}
 	if a.kafka != nil {
 		a.kafka.Close()
+	}
+	if a.readSt != nil {
+		a.readSt.Close()
 	}
 	if a.st != nil {
 		a.st.Close()
