@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memstream/memstream/simscale"
+	"github.com/memstream/memstream/tokens"
 )
 
 // BudgetLevel is what one Request.Budget value buys.
@@ -58,9 +59,9 @@ type Config struct {
 	// MinDocsForDF is the bank size below which no term is dropped for
 	// being common, since fractions of tiny banks mean nothing. Default 20.
 	MinDocsForDF int
-	// Tokenizer is "cl100k" (default; the BPE of current OpenAI-compatible
-	// models, embedded in the binary) or "estimate" (a conservative
-	// byte-based count that never under-counts).
+	// Tokenizer is tokens.CL100K (default; the BPE of current
+	// OpenAI-compatible models, embedded in the binary) or tokens.Estimate
+	// (a conservative count that never under-counts).
 	Tokenizer string
 	// KeywordRowBudget bounds the rows the keyword arm ranks, and caps its
 	// document-frequency counts: terms are matched rarest first while
@@ -129,7 +130,7 @@ func (c Config) WithDefaults() Config {
 		c.MinDocsForDF = 20
 	}
 	if c.Tokenizer == "" {
-		c.Tokenizer = TokenizerCL100K
+		c.Tokenizer = tokens.CL100K
 	}
 	if c.KeywordRowBudget == 0 {
 		c.KeywordRowBudget = 200
@@ -178,8 +179,8 @@ func (c Config) validate() error {
 	if c.KeywordRowBudget < 1 {
 		return fmt.Errorf("recall config keyword_row_budget: must be positive, got %d", c.KeywordRowBudget)
 	}
-	if c.Tokenizer != TokenizerCL100K && c.Tokenizer != TokenizerEstimate {
-		return fmt.Errorf("recall config tokenizer: %q is not %s or %s", c.Tokenizer, TokenizerCL100K, TokenizerEstimate)
+	if c.Tokenizer != tokens.CL100K && c.Tokenizer != tokens.Estimate {
+		return fmt.Errorf("recall config tokenizer: %q is not %s or %s", c.Tokenizer, tokens.CL100K, tokens.Estimate)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/memstream/memstream/timeparse"
+	"github.com/memstream/memstream/tokens"
 )
 
 // Arm names, as used in Request.Arms and in the trace.
@@ -228,7 +229,7 @@ type Recaller struct {
 	emb   Embedder
 	cfg   Config
 	log   *slog.Logger
-	tok   tokenCounter
+	tok   *tokens.Counter
 	met   *metrics
 	stats *statCache
 	clock *clockCache
@@ -248,7 +249,7 @@ func New(pool *pgxpool.Pool, emb Embedder, cfg Config, log *slog.Logger) (*Recal
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	tok, err := newTokenCounter(cfg.Tokenizer)
+	tok, err := tokens.New(tokens.Config{Tokenizer: cfg.Tokenizer})
 	if err != nil {
 		return nil, err
 	}
@@ -521,7 +522,7 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 	}
 	if q.Trace {
 		t := &Trace{Budget: q.Budget, Fusion: q.Fusion, EmbedMS: ms(q.embedDur), Arms: traces,
-			Fused: len(fs), Dropped: dropped, Collapsed: collapsed, Tokenizer: r.tok.name(), TokensUsed: used,
+			Fused: len(fs), Dropped: dropped, Collapsed: collapsed, Tokenizer: r.tok.Name(), TokensUsed: used,
 			ArmsMS: ms(armsDone.Sub(start)), HydrateMS: ms(hydrateDur), ScoreMS: ms(scoreDur), Rerank: rerankNote}
 		for _, w := range q.windows {
 			t.Windows = append(t.Windows, Window{Text: w.Text, Start: w.Start, End: w.End})

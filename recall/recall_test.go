@@ -23,6 +23,7 @@ import (
 	"github.com/memstream/memstream/store"
 	"github.com/memstream/memstream/text"
 	"github.com/memstream/memstream/timeparse"
+	"github.com/memstream/memstream/tokens"
 )
 
 const testDim = 384
@@ -401,7 +402,7 @@ func isRequestError(err error, field string) bool {
 func TestTokenBudget(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t, mainFacts(t))
-	for _, tok := range []string{TokenizerCL100K, TokenizerEstimate} {
+	for _, tok := range []string{tokens.CL100K, tokens.Estimate} {
 		r := fx.recaller(t, fx.emb, Config{Tokenizer: tok})
 		full, err := r.Recall(context.Background(), Request{BankID: "b1", Query: "order customs user", QueryTime: queryTime})
 		if err != nil {

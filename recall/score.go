@@ -127,9 +127,9 @@ func recency(t time.Time, q *query, halfLife time.Duration) float64 {
 func (r *Recaller) fitBudget(hs []hydrated, maxTokens int) ([]hydrated, int, int) {
 	used := 0
 	for i := range hs {
-		n := r.tok.count(hs[i].Text)
+		n := r.tok.Count(hs[i].Text)
 		if hs[i].Context != "" {
-			n += r.tok.count(hs[i].Context)
+			n += r.tok.Count(hs[i].Context)
 		}
 		if used+n > maxTokens {
 			return hs[:i], used, len(hs) - i

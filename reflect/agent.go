@@ -10,6 +10,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/memstream/memstream/tokens"
 )
 
 // Stop reasons for Trace.StopReason.
@@ -52,7 +54,7 @@ func (s *session) agent(ctx context.Context) (Response, string, error) {
 
 	tools := toolDefs()
 	toolsJSON, _ := json.Marshal(tools)
-	toolTokens := estimateTokens(string(toolsJSON))
+	toolTokens := s.r.tok.Count(string(toolsJSON))
 	msgs := []openai.ChatCompletionMessage{
 		{Role: openai.ChatMessageRoleSystem, Content: s.systemPrompt()},
 		{Role: openai.ChatMessageRoleUser, Content: s.req.Query},
@@ -62,7 +64,7 @@ func (s *session) agent(ctx context.Context) (Response, string, error) {
 
 loop:
 	for iter := 0; iter < cfg.MaxIterations; iter++ {
-		used := toolTokens + messagesTokens(msgs)
+		used := toolTokens + messagesTokens(s.r.tok, msgs)
 		if used+cfg.AnswerTokens+cfg.MinToolResultTokens > cfg.ContextTokens {
 			stop = stopBudget
 			break
@@ -116,7 +118,7 @@ loop:
 		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: msg.Content, ToolCalls: msg.ToolCalls})
 
 		// What is left of the budget is shared by this turn's results.
-		left := cfg.ContextTokens - toolTokens - messagesTokens(msgs) - cfg.AnswerTokens
+		left := cfg.ContextTokens - toolTokens - messagesTokens(s.r.tok, msgs) - cfg.AnswerTokens
 		ceiling := min(cfg.MaxToolResultTokens, left/len(msg.ToolCalls)-toolMessageOverhead)
 		for _, tc := range msg.ToolCalls {
 			name := tc.Function.Name
@@ -206,7 +208,7 @@ func (s *session) chat(ctx context.Context, req openai.ChatCompletionRequest) (o
 func (s *session) synthesise(ctx context.Context, deadline time.Time) (Response, error) {
 	cfg := s.r.cfg
 	sys := s.systemPrompt()
-	room := cfg.ContextTokens - estimateTokens(sys) - estimateTokens(s.req.Query) - cfg.AnswerTokens - 64
+	room := cfg.ContextTokens - s.r.tok.Count(sys) - s.r.tok.Count(s.req.Query) - cfg.AnswerTokens - 64
 	msgs := []openai.ChatCompletionMessage{
 		{Role: openai.ChatMessageRoleSystem, Content: sys},
 		{Role: openai.ChatMessageRoleUser, Content: s.req.Query},
@@ -253,12 +255,14 @@ func isContextOverflow(err error) bool {
 	return (status == 400 || status == 0) && (strings.Contains(msg, "context_length_exceeded") || strings.Contains(msg, "maximum context length"))
 }
 
-func messagesTokens(msgs []openai.ChatCompletionMessage) int {
+// messagesTokens is what msgs cost, with a few tokens a message and a tool
+// call for the chat format's framing.
+func messagesTokens(tok *tokens.Counter, msgs []openai.ChatCompletionMessage) int {
 	n := 0
 	for _, m := range msgs {
-		n += estimateTokens(m.Content) + 4
+		n += tok.Count(m.Content) + 4
 		for _, tc := range m.ToolCalls {
-			n += estimateTokens(tc.Function.Name) + estimateTokens(tc.Function.Arguments) + 8
+			n += tok.Count(tc.Function.Name) + tok.Count(tc.Function.Arguments) + 8
 		}
 	}
 	return n

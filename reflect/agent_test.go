@@ -47,10 +47,10 @@ func (m *memRecaller) Recall(_ context.Context, req recall.Request) (recall.Resp
 			}
 		}
 		r.Scores.Final = score
-		if used+estimateTokens(r.Text) > req.MaxTokens {
+		if used+testTokens().Count(r.Text) > req.MaxTokens {
 			break
 		}
-		used += estimateTokens(r.Text)
+		used += testTokens().Count(r.Text)
 		out = append(out, r)
 	}
 	return recall.Response{Results: out}, nil
@@ -333,7 +333,7 @@ func TestContextBudgetTruncatesToolResults(t *testing.T) {
 	reqs := f.requests()
 	var sizes []int
 	for _, req := range reqs {
-		if n := messagesTokens(req.Messages); n > cfg.ContextTokens-cfg.AnswerTokens {
+		if n := messagesTokens(testTokens(), req.Messages); n > cfg.ContextTokens-cfg.AnswerTokens {
 			t.Errorf("a request carried %d tokens of messages; budget leaves %d", n, cfg.ContextTokens-cfg.AnswerTokens)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/store"
+	"github.com/memstream/memstream/tokens"
 )
 
 // Recaller runs recall queries; *recall.Recaller is one. Observations are
@@ -48,6 +49,9 @@ type Deps struct {
 	// LLM, when nil, selects the offline provider: the same tool sequence,
 	// then an extractive answer.
 	LLM ChatCompleter
+	// Tokens counts what prompts and tool results cost; recall's counter,
+	// so that both budgets mean the same. Nil builds a cl100k counter.
+	Tokens *tokens.Counter
 	// Log defaults to discarding; Registerer, when nil, leaves the metrics
 	// unregistered.
 	Log        *slog.Logger
@@ -140,6 +144,7 @@ func (c Config) validate(hasLLM bool) error {
 
 // Reflector answers reflect requests. It is safe for concurrent use.
 type Reflector struct {
+	tok  *tokens.Counter
 	deps Deps
 	cfg  Config
 	log  *slog.Logger
@@ -168,9 +173,16 @@ func New(deps Deps, cfg Config) (*Reflector, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	tok := deps.Tokens
+	if tok == nil {
+		var err error
+		if tok, err = tokens.New(tokens.Config{}); err != nil {
+			return nil, err
+		}
+	}
 	m, err := newMetrics(deps.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	return &Reflector{deps: deps, cfg: cfg, log: log, m: m}, nil
+	return &Reflector{tok: tok, deps: deps, cfg: cfg, log: log, m: m}, nil
 }

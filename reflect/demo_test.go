@@ -16,10 +16,11 @@ import (
 
 	"github.com/memstream/memstream/chunk"
 	"github.com/memstream/memstream/extract"
-	"github.com/memstream/memstream/text"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/resolve"
 	"github.com/memstream/memstream/store"
+	"github.com/memstream/memstream/text"
+	"github.com/memstream/memstream/tokens"
 )
 
 // demoEvent is the part of a demo.jsonl line this test needs.
@@ -114,7 +115,7 @@ func TestOfflineOnDemoData(t *testing.T) {
 	if _, err := st.PersistBatch(ctx, evs); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := recall.New(st.Pool(), emb, recall.Config{Tokenizer: recall.TokenizerEstimate}, log)
+	rc, err := recall.New(st.Pool(), emb, recall.Config{Tokenizer: tokens.Estimate}, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 // newSession builds a session over hand-made sources, as the tools would
 // have gathered them.
 func newSession(disp Disposition, query string, now time.Time, models, obs, facts []*source) *session {
-	s := &session{req: Request{Query: query}, disp: disp, now: now, sources: map[string]*source{}}
+	s := &session{r: &Reflector{tok: testTokens()}, req: Request{Query: query}, disp: disp, now: now, sources: map[string]*source{}}
 	for _, group := range [][]*source{models, obs, facts} {
 		for _, src := range group {
 			s.remember(src)
@@ -125,7 +125,7 @@ func TestFirstSentences(t *testing.T) {
 		{"One.  Two is longer. Three goes past the limit for sure.", 25, "One. Two is longer."},
 		{"她住在上海。她以前住在北京，后来搬家了。", 30, "她住在上海。"},
 	} {
-		if got := firstSentences(c.in, c.n); got != c.want {
+		if got := firstSentences(testTokens(), c.in, c.n); got != c.want {
 			t.Errorf("firstSentences(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
 		}
 	}

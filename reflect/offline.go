@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memstream/memstream/text"
+	"github.com/memstream/memstream/tokens"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -22,7 +23,7 @@ import (
 // It is deterministic for a given bank state and query time.
 func (s *session) offline(ctx context.Context) (Response, error) {
 	cfg := s.r.cfg
-	left := cfg.ContextTokens - estimateTokens(s.systemPrompt()) - estimateTokens(s.req.Query) - cfg.AnswerTokens
+	left := cfg.ContextTokens - s.r.tok.Count(s.systemPrompt()) - s.r.tok.Count(s.req.Query) - cfg.AnswerTokens
 	ceiling := min(cfg.MaxToolResultTokens, left/len(steered))
 	type result struct {
 		out   string
@@ -116,7 +117,7 @@ func (s *session) extractive() Response {
 	switch {
 	case model != nil && !(obs != nil && !obs.stale(s.now) && (model.When.IsZero() || obs.When.After(model.When))):
 		lead = model
-		cite(model, "", firstSentences(model.Text, 400))
+		cite(model, "", firstSentences(s.r.tok, model.Text, 400))
 		if obs != nil && !obs.stale(s.now) {
 			cite(obs, "", obs.Text)
 		}
@@ -266,14 +267,14 @@ func cmpOrStr(a, b string) string {
 }
 
 // firstSentences returns whole leading sentences of s up to about n bytes.
-func firstSentences(s string, n int) string {
+func firstSentences(tok *tokens.Counter, s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) <= n {
 		return s
 	}
 	cut := strings.LastIndexAny(s[:n], ".!?。！？")
 	if cut <= 0 {
-		return truncateToTokens(s, n/4)
+		return tok.Truncate(s, n/4)
 	}
 	_, size := utf8.DecodeRuneInString(s[cut:]) // 。 is three bytes
 	return s[:cut+size]

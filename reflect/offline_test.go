@@ -14,10 +14,11 @@ import (
 
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/internal/pgtest"
-	"github.com/memstream/memstream/text"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/resolve"
 	"github.com/memstream/memstream/store"
+	"github.com/memstream/memstream/text"
+	"github.com/memstream/memstream/tokens"
 )
 
 const testDim = 64
@@ -95,7 +96,7 @@ func newPGFixture(t *testing.T, facts []pgFact) *pgFixture {
 		}
 	}
 	var err error
-	fx.rec, err = recall.New(st.Pool(), emb, recall.Config{Tokenizer: recall.TokenizerEstimate}, log)
+	fx.rec, err = recall.New(st.Pool(), emb, recall.Config{Tokenizer: tokens.Estimate}, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -192,10 +192,10 @@ func (s *session) digest(tokens int) string {
 				line += ", stale"
 			}
 			line += ") " + strings.Join(strings.Fields(src.Text), " ") + "\n"
-			n := estimateTokens(line)
+			n := s.r.tok.Count(line)
 			if used+n > tokens {
 				if rest := tokens - used; rest > 32 {
-					b.WriteString(truncateToTokens(line, rest))
+					b.WriteString(s.r.tok.Truncate(line, rest))
 				}
 				return b.String()
 			}

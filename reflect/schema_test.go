@@ -75,8 +75,8 @@ func TestRenderFitsCeilingAsValidJSON(t *testing.T) {
 		items = append(items, map[string]any{"id": i, "text": strings.Repeat("word ", 40)})
 	}
 	for _, ceiling := range []int{5000, 1000, 300, 40} {
-		out := render("memories", items, ceiling)
-		if n := estimateTokens(out); n > ceiling {
+		out := render(testTokens(), "memories", items, ceiling)
+		if n := testTokens().Count(out); n > ceiling {
 			t.Errorf("ceiling %d: rendered %d tokens", ceiling, n)
 		}
 		var v struct {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/store"
+	"github.com/memstream/memstream/tokens"
 )
 
 // Tool names, as the model sees them and as the trace reports them.
@@ -202,7 +203,7 @@ func (s *session) runTool(ctx context.Context, tool string, a toolArgs, ceiling 
 			}
 			items = append(items, item)
 		}
-		return render("mental_models", items, ceiling), found, nil
+		return render(s.r.tok, "mental_models", items, ceiling), found, nil
 	case ToolObservations, ToolRecall:
 		rr := recall.Request{BankID: s.req.BankID, Query: a.Query, Budget: s.req.Budget, Tags: s.req.Tags, QueryTime: s.now,
 			MaxTokens: ceiling}
@@ -252,7 +253,7 @@ func (s *session) runTool(ctx context.Context, tool string, a toolArgs, ceiling 
 			}
 			items = append(items, item)
 		}
-		return render(key, items, ceiling), found, nil
+		return render(s.r.tok, key, items, ceiling), found, nil
 	case ToolExpand:
 		ids := make([]uuid.UUID, 0, len(a.MemoryIDs))
 		for _, raw := range a.MemoryIDs {
@@ -275,7 +276,7 @@ func (s *session) runTool(ctx context.Context, tool string, a toolArgs, ceiling 
 			seenText[c.Text] = true
 			items = append(items, map[string]any{"memory_id": c.MemoryID.String(), "document_id": c.DocumentID, "text": c.Text})
 		}
-		return render("sources", items, ceiling), nil, nil
+		return render(s.r.tok, "sources", items, ceiling), nil, nil
 	}
 	return "", nil, fmt.Errorf("unknown tool %q", tool)
 }
@@ -285,7 +286,7 @@ func (s *session) runTool(ctx context.Context, tool string, a toolArgs, ceiling 
 // so the model sees valid JSON and knows it saw only part. A first item
 // too big on its own has its long strings cut. Each item is encoded and
 // counted once, so rendering stays linear in the output.
-func render(key string, items []any, ceiling int) string {
+func render(tok *tokens.Counter, key string, items []any, ceiling int) string {
 	keyJSON, _ := json.Marshal(key)
 	var b strings.Builder
 	b.WriteString("{")
@@ -298,21 +299,21 @@ func render(key string, items []any, ceiling int) string {
 		}
 		return fmt.Sprintf(`],"omitted":%d,"truncated":true}`, omitted)
 	}
-	used := estimateTokens(b.String()) + estimateTokens(tail(len(items)))
+	used := tok.Count(b.String()) + tok.Count(tail(len(items)))
 	kept := 0
 	for i, it := range items {
 		enc, _ := json.Marshal(it)
-		n := estimateTokens(string(enc)) + 1 // and its comma
+		n := tok.Count(string(enc)) + 1 // and its comma
 		if used+n > ceiling && i == 0 {
 			if m, ok := it.(map[string]any); ok {
-				room := ceiling - used - (n - longestString(m))
+				room := ceiling - used - (n - longestString(tok, m))
 				for k, v := range m {
-					if str, ok := v.(string); ok && estimateTokens(str) > 16 {
-						m[k] = truncateToTokens(str, max(room-8, 8))
+					if str, ok := v.(string); ok && tok.Count(str) > 16 {
+						m[k] = tok.Truncate(str, max(room-8, 8))
 					}
 				}
 				enc, _ = json.Marshal(m)
-				n = estimateTokens(string(enc)) + 1
+				n = tok.Count(string(enc)) + 1
 			}
 		}
 		if used+n > ceiling {
@@ -329,11 +330,11 @@ func render(key string, items []any, ceiling int) string {
 	return b.String()
 }
 
-func longestString(m map[string]any) int {
+func longestString(tok *tokens.Counter, m map[string]any) int {
 	n := 0
 	for _, v := range m {
 		if s, ok := v.(string); ok {
-			n = max(n, estimateTokens(s))
+			n = max(n, tok.Count(s))
 		}
 	}
 	return n
