@@ -492,7 +492,7 @@ func TestOldCityStaysRecallable(t *testing.T) {
 		fact{text: "Alice moved to Shanghai", at: time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)},
 	)
 	e.drain(e.worker(consolidate.Deps{}, consolidate.Config{}), "alice")
-	rec, err := recall.New(e.st.Pool(), e.emb, recall.Config{}, nil)
+	rec, err := recall.New(recall.Deps{Store: e.st, Embedder: e.emb}, recall.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

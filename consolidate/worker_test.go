@@ -204,7 +204,7 @@ func TestMentalModelRefreshThroughRecall(t *testing.T) {
 		mmID, "Does Alice prefer active or passive voice in sentences?"); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := recall.New(e.st.Pool(), e.emb, recall.Config{}, nil)
+	rec, err := recall.New(recall.Deps{Store: e.st, Embedder: e.emb}, recall.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

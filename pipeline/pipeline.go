@@ -621,7 +621,7 @@ func (p *Pipeline) writeRecords(items []*item, recs []store.EventRecord, depth i
 			return // aborted: unacknowledged, redelivered later
 		}
 		p.m.retries.WithLabelValues("persist").Inc()
-		if !isTransient(err) && attempt >= p.cfg.MaxRetries {
+		if !store.IsTransient(err) && attempt >= p.cfg.MaxRetries {
 			if len(items) == 1 {
 				p.deadLetter(items[0].msg, event.Errorf(event.ClassPersistFailed, "persist", "%v", err), recs[0].BankID)
 				return

@@ -1,18 +1,14 @@
 package pipeline
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/memstream/memstream/event"
-	"github.com/memstream/memstream/text"
 	"github.com/memstream/memstream/store"
+	"github.com/memstream/memstream/text"
 )
 
 // Mention is one entity mention to resolve.
@@ -181,25 +177,4 @@ func dedupeIDs(ids []uuid.UUID) []uuid.UUID {
 		}
 	}
 	return out
-}
-
-// isTransient reports whether a persist error is worth retrying as is:
-// connection loss, server shutdown, serialization failures and deadlocks.
-// Data errors (constraint or type violations) are not.
-func isTransient(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return true // network-level: the server is restarting or unreachable
-	}
-	switch {
-	case strings.HasPrefix(pgErr.Code, "08"), // connection exception
-		strings.HasPrefix(pgErr.Code, "57"), // operator intervention (shutdown)
-		strings.HasPrefix(pgErr.Code, "53"), // insufficient resources
-		pgErr.Code == "40001", pgErr.Code == "40P01":
-		return true
-	}
-	return false
 }

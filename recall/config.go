@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/memstream/memstream/simscale"
 	"github.com/memstream/memstream/tokens"
 )
@@ -22,10 +20,6 @@ type BudgetLevel struct {
 
 // Config tunes a Recaller. The zero value is usable: WithDefaults fills it.
 type Config struct {
-	// Reranker, when set (rerank.provider: http), rescores the top
-	// RerankTop results with a cross-encoder. A failing reranker leaves the
-	// order as it was and says so in the trace.
-	Reranker Reranker
 	// RerankTop is how many of the best results the reranker sees
 	// (default 30); RerankWeight is its share of the final score (default
 	// 0.7: a cross-encoder reads query and text together and is the better
@@ -72,14 +66,6 @@ type Config struct {
 	// StatsTTL is how long the keyword arm trusts a cached bank size or
 	// document frequency. Default 2m; negative disables the cache.
 	StatsTTL time.Duration
-	// Registerer receives the recall metrics (memstream_recall_*). Nil
-	// keeps them in a private registry: never the global default one.
-	Registerer prometheus.Registerer
-	// Clock gives a bank's event clock (store.Store.BankClock): a request
-	// without a query time is answered as of the bank's latest event, so
-	// recency and "last Saturday" mean the same in a backfilled bank as
-	// they did when it was lived. Nil means the wall clock.
-	Clock BankClock
 	// ClockTTL is how long a bank's clock is cached. Default 5s.
 	ClockTTL time.Duration
 	// Scale is the embedder's similarity scale (simscale.Load): cosines
@@ -137,9 +123,6 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.StatsTTL == 0 {
 		c.StatsTTL = 2 * time.Minute
-	}
-	if c.Registerer == nil {
-		c.Registerer = prometheus.NewRegistry()
 	}
 	if c.ClockTTL == 0 {
 		c.ClockTTL = 5 * time.Second

@@ -28,6 +28,8 @@
 // trend, and cut to the caller's token budget, counted with the cl100k
 // tokenizer that the agent's model family uses.
 //
-// SQL lives in named constants; user text reaches PostgreSQL only as bound
+// The arms' statements live in package store (store/recall.go), behind
+// the small Store interface declared here; recall decides what to ask and
+// how to score the answers. User text reaches PostgreSQL only as bound
 // parameters (through plainto_tsquery for the keyword arm).
 package recall

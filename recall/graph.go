@@ -9,9 +9,9 @@ import (
 	"unicode"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/memstream/memstream/resolve"
+	"github.com/memstream/memstream/store"
 	"github.com/memstream/memstream/text"
 )
 
@@ -27,107 +27,6 @@ const (
 	// semanticSeedFacts is how many top semantic facts lend their
 	// entities and links to the graph.
 	semanticSeedFacts = 5
-)
-
-const (
-	qGraphAliasSeeds = `SELECT coalesce(e.merged_into, e.id), a.alias_key
-	FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
-	WHERE a.bank_id = $1 AND a.alias_key = ANY($2::text[]) AND e.bank_id = $1`
-
-	// Trigram similarity catches misspellings and forms the alias table
-	// lacks ("Jon Smith" for "John Smith"); % uses pg_trgm's threshold
-	// and the GIN index on lower(canonical_name).
-	qGraphNameSeeds = `SELECT coalesce(e.merged_into, e.id), max(similarity(lower(e.canonical_name), p.p))
-	FROM unnest($2::text[]) AS p(p) JOIN entities e ON lower(e.canonical_name) % p.p
-	WHERE e.bank_id = $1
-	GROUP BY 1`
-
-	// qGraphGivenSeeds finds the people whose full Han name is a
-	// one-character surname and the given name a query nickname stands
-	// for (阿洋 → 刘洋): a few rows of the bank's persons, read through
-	// the (bank_id, kind) index.
-	qGraphGivenSeeds = `SELECT coalesce(e.merged_into, e.id)
-	FROM entities e
-	WHERE e.bank_id = $1 AND e.kind = 'person' AND e.canonical_name LIKE ANY($2::text[])`
-
-	// qGraphExpand walks two hops. Seed entities are the named ones
-	// ($5/$6) and those of the facts nearest to the query ($7 ids, $8
-	// similarities: the semantic arm's best, see nearestFacts), weighted
-	// by $10 times their similarity, that are mentioned at most $12
-	// times (counting the mentions not yet folded into mention_count):
-	// that a similar fact mentions Seattle, named in a thousand
-	// facts, says nothing about which of them matter, the way a common
-	// word says nothing in full-text search. An entity seeded both ways
-	// keeps its best weight.
-	//
-	// Hop 1: facts that mention a seed entity, scored by the summed
-	// weights of the seeds they mention (a fact naming both people asked
-	// about beats one naming either). Each entity lends a bounded number
-	// of facts, so that a city or a spouse mentioned by thousands of
-	// facts cannot make every recall aggregate all of them. An entity the
-	// query names in full (weight 1) lends its $11 most recently stored
-	// facts: unit_entities rows are only ever inserted, so ctid order is
-	// ingest order, and sorting by it reads no memory_units row, though
-	// it reads every unit_entities row of the entity. Weaker seeds (a
-	// given name alone that fits forty people, a trigram match, the
-	// entities of the nearest facts, at most $12 mentions) lend the first
-	// $13 rows of the index, which costs $13 reads however big the entity
-	// is; $13 shrinks as they multiply. The ctid (t) also breaks ties
-	// between equal scores later, newest first.
-	//
-	// Hop 2: facts linked to the best $9/2 hop-1 facts or to the nearest
-	// facts, scored by the parent's score times the link weight, damped
-	// by link type: causal links carry the most meaning, entity and
-	// temporal links the least (entity links repeat hop 1, temporal ones
-	// are only nearness).
-	//
-	// Only the best 1.5·$9 facts of both hops are looked up in memory_units
-	// for the request's filters: each lookup is a random read, and they
-	// were most of the arm's time. Seed entities belong to the bank, so
-	// both hops stay inside it; the final filter drops invalidated facts.
-	qGraphExpand = `WITH useeds AS (
-		SELECT u.id, u.score FROM unnest($7::uuid[], $8::float8[]) AS u(id, score)),
-	seeds AS (
-		SELECT x.entity_id, max(x.w) AS w, bool_or(x.named) AS named FROM (
-			SELECT s.entity_id, s.w, s.w >= 1 AS named FROM unnest($5::uuid[], $6::float8[]) AS s(entity_id, w)
-			UNION ALL
-			SELECT ue.entity_id, $10 * u.score, false FROM useeds u JOIN unit_entities ue ON ue.unit_id = u.id
-			JOIN entities e ON e.id = ue.entity_id
-			WHERE e.mention_count + COALESCE((SELECT sum(d.mentions) FROM entity_mention_deltas d WHERE d.entity_id = e.id), 0) <= $12) x
-		GROUP BY x.entity_id),
-	hop1 AS (
-		SELECT f.unit_id AS id, sum(s.w) AS score, max(f.t) AS t
-		FROM seeds s CROSS JOIN LATERAL (
-			(SELECT ue.unit_id, ue.ctid AS t FROM unit_entities ue
-			 WHERE s.named AND ue.entity_id = s.entity_id ORDER BY ue.ctid DESC LIMIT $11)
-			UNION ALL
-			(SELECT ue.unit_id, ue.ctid FROM unit_entities ue
-			 WHERE NOT s.named AND ue.entity_id = s.entity_id LIMIT $13)) f
-		GROUP BY f.unit_id),
-	starts AS (
-		(SELECT h.id, h.score FROM hop1 h ORDER BY h.score DESC, h.t DESC LIMIT $9 / 2)
-		UNION ALL
-		SELECT * FROM useeds),
-	hop2 AS (
-		SELECT n.id, max(st.score * n.weight * CASE n.link_type
-			WHEN 'entity' THEN 0.3 WHEN 'temporal' THEN 0.3 WHEN 'semantic' THEN 0.5 ELSE 0.7 END) AS score
-		FROM starts st
-		CROSS JOIN LATERAL (
-			SELECT l.to_id AS id, l.weight, l.link_type FROM memory_links l WHERE l.from_id = st.id
-			UNION ALL
-			SELECT l.from_id, l.weight, l.link_type FROM memory_links l WHERE l.to_id = st.id) n
-		GROUP BY n.id),
-	scored AS (
-		SELECT id, sum(score) AS score, max(t) AS t
-		FROM (SELECT * FROM hop1 UNION ALL SELECT id, score, NULL FROM hop2) x
-		GROUP BY id
-		ORDER BY 2 DESC, 3 DESC NULLS LAST
-		LIMIT $9 + $9 / 2)
-	SELECT m.id, sc.score
-	FROM scored sc JOIN memory_units m ON m.id = sc.id
-	WHERE ` + unitFilter + ` AND sc.score > 0
-	ORDER BY sc.score DESC, m.mentioned_at DESC
-	LIMIT $9`
 )
 
 // hop1PerEntity is how many facts one seed entity lends to hop 1: twice
@@ -282,66 +181,12 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 				givenLike = append(givenLike, "_"+g)
 			}
 		}
-		// All look-ups in one round trip, on generic plans (see
-		// qSetGeneric).
-		var b pgx.Batch
-		b.Queue(qSetGeneric)
-		b.Queue(qGraphAliasSeeds, q.BankID, keys)
-		if len(phrases) > 0 {
-			b.Queue(qGraphNameSeeds, q.BankID, phrases)
-		}
-		if len(givenLike) > 0 {
-			b.Queue(qGraphGivenSeeds, q.BankID, givenLike)
-		}
-		br := r.pool.SendBatch(ctx, &b)
-		byKey := map[string][]uuid.UUID{}
-		trigram := map[uuid.UUID]float64{}
-		var givenIDs []uuid.UUID
-		err := func() error {
-			defer br.Close()
-			if _, err := br.Exec(); err != nil {
-				return fmt.Errorf("graph seeds: set query options: %w", err)
-			}
-			rows, err := br.Query()
-			if err != nil {
-				return fmt.Errorf("graph alias seeds: %w", err)
-			}
-			var id uuid.UUID
-			var key string
-			if _, err := pgx.ForEachRow(rows, []any{&id, &key}, func() error {
-				byKey[key] = append(byKey[key], id)
-				return nil
-			}); err != nil {
-				return fmt.Errorf("graph alias seeds: %w", err)
-			}
-			if len(phrases) > 0 {
-				if rows, err = br.Query(); err != nil {
-					return fmt.Errorf("graph name seeds: %w", err)
-				}
-				var sim float64
-				if _, err := pgx.ForEachRow(rows, []any{&id, &sim}, func() error {
-					trigram[id] = max(trigram[id], sim)
-					return nil
-				}); err != nil {
-					return fmt.Errorf("graph name seeds: %w", err)
-				}
-			}
-			if len(givenLike) > 0 {
-				if rows, err = br.Query(); err != nil {
-					return fmt.Errorf("graph given-name seeds: %w", err)
-				}
-				if _, err := pgx.ForEachRow(rows, []any{&id}, func() error {
-					givenIDs = append(givenIDs, id)
-					return nil
-				}); err != nil {
-					return fmt.Errorf("graph given-name seeds: %w", err)
-				}
-			}
-			return br.Close()
-		}()
+		// All look-ups in one round trip.
+		found, err := r.st.RecallGraphSeeds(ctx, q.BankID, keys, phrases, givenLike)
 		if err != nil {
 			return nil, "", err
 		}
+		byKey, trigram, givenIDs := found.ByKey, found.Trigram, found.Given
 		// A surname or given-name key counts only for a span that named
 		// nobody in full: "Zhang Wei" must not also pull in every Zhang.
 		// A full-name key that fits several entities ("Maria" for forty
@@ -411,21 +256,13 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 	if err != nil {
 		return nil, "", fmt.Errorf("graph: %w", err)
 	}
-	args := append(q.filterArgs(), entIDs, entW, nearIDs, nearSims, q.pool, seedSemantic,
-		hop1PerEntity(q.pool), seedMentionCap(q.pool, n), hop1PerWeakEntity(q.pool, weak))
-	var out []Candidate
-	err = r.genericQuery(ctx, qGraphExpand, args, func(rows pgx.Rows) error {
-		var c Candidate
-		if err := rows.Scan(&c.ID, &c.Score); err != nil {
-			return err
-		}
-		out = append(out, c)
-		return nil
-	})
+	rows, err := r.st.RecallGraph(ctx, q.filter(), store.GraphWalk{Entities: entIDs, Weights: entW, NearIDs: nearIDs, NearSims: nearSims,
+		Limit: q.pool, SemanticWeight: seedSemantic, PerEntity: hop1PerEntity(q.pool), MentionCap: seedMentionCap(q.pool, n),
+		PerWeakEntity: hop1PerWeakEntity(q.pool, weak)})
 	if err != nil {
-		return nil, "", fmt.Errorf("graph expand: %w", err)
+		return nil, "", err
 	}
-	return out, "", nil
+	return candidates(rows), "", nil
 }
 
 // nearestFacts returns the semanticSeedFacts facts nearest to the query

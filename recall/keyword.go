@@ -3,15 +3,13 @@ package recall
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/memstream/memstream/store"
 	"github.com/memstream/memstream/text"
 )
 
@@ -19,59 +17,7 @@ import (
 // into a hundred-way disjunction.
 const maxKeywordTerms = 24
 
-// termQuery turns one term into a tsquery. plainto_tsquery never raises a
-// syntax error and treats its input as plain words, so user text cannot
-// inject tsquery operators. The English config stems words ("orders" →
-// order) to match the text part; the simple config matches search_aux
-// (entity names, CJK bigrams) verbatim. A code such as "A-7731-QX" becomes
-// the AND of its parts as the parser split them at indexing time ('-7731'
-// & 'qx'), so it matches exactly what the document parser produced.
-const termQuery = `(plainto_tsquery('english', x.term) || plainto_tsquery('simple', x.term))`
-
-const (
-	// qKeywordDF counts, per term, the bank's facts that contain it, up to
-	// $3: one GIN probe each, and at most $3 heap visits, because the
-	// bank and state filters are not in the index. A term found $3 times
-	// is common enough that its exact count changes nothing but the cost.
-	// ts_stat would scan the whole bank.
-	qKeywordDF = `SELECT x.term, (SELECT count(*) FROM (
-		SELECT 1 FROM memory_units m WHERE m.bank_id = $1 AND m.state = 'valid' AND m.search_tsv @@ ` + termQuery + `
-		LIMIT $3) c)
-	FROM unnest($2::text[]) AS x(term)`
-
-	// qKeywordBankSize is N of the IDF. It reads the whole bank's index,
-	// so its answer is cached (see bankSizeTTL).
-	qKeywordBankSize = `SELECT count(*) FROM memory_units m WHERE m.bank_id = $1 AND m.state = 'valid'`
-
-	// qKeywordArm finds facts through the GIN index with the match terms
-	// $8, ORed (or ANDed when $9 is 'and', see matchTerms), taking at
-	// most $10 of them so a common word cannot make it rank a whole bank.
-	// Each row then sums the IDF of all the kept terms $5/$6 it contains,
-	// and ts_rank_cd over their OR (title-weight A = text, B = aux)
-	// breaks ties by proximity and density. tsquery's text form re-parses
-	// exactly, since it quotes every lexeme. Ordering by IDF first puts
-	// the fact with the rare id above facts that repeat a common word.
-	qKeywordArm = `WITH t AS (
-		SELECT x.term, x.idf, ` + termQuery + ` AS tq
-		FROM unnest($5::text[], $6::float8[]) AS x(term, idf)),
-	u AS (SELECT * FROM t WHERE numnode(tq) > 0),
-	f AS (SELECT string_agg('(' || tq::text || ')', ' | ')::tsquery AS q FROM u),
-	mt AS (SELECT ` + termQuery + ` AS tq FROM unnest($8::text[]) AS x(term)),
-	fm AS (SELECT string_agg('(' || tq::text || ')', CASE $9::text WHEN 'and' THEN ' & ' ELSE ' | ' END)::tsquery AS q
-		FROM mt WHERE numnode(tq) > 0),
-	c AS (
-		SELECT m.id, m.search_tsv, m.mentioned_at
-		FROM fm, memory_units m
-		WHERE fm.q IS NOT NULL AND m.search_tsv @@ fm.q AND ` + unitFilter + `
-		LIMIT $10)
-	SELECT c.id, s.idf * (1 + ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', c.search_tsv, f.q, 1)) AS score
-	FROM f, c
-	CROSS JOIN LATERAL (SELECT coalesce(sum(u.idf), 0) AS idf FROM u WHERE c.search_tsv @@ u.tq) s
-	ORDER BY score DESC, c.mentioned_at DESC
-	LIMIT $7`
-)
-
-// Match modes of qKeywordArm.
+// Match modes of store.KeywordSearch.
 const (
 	matchOr  = "or"
 	matchAnd = "and"
@@ -199,20 +145,12 @@ func (r *Recaller) keyword(ctx context.Context, q *query) ([]Candidate, string, 
 		return nil, "no query term occurs in the bank", nil
 	}
 	match, mode := matchTerms(kept, dfs, int64(r.cfg.KeywordRowBudget))
-	args := append(q.filterArgs(), kept, idfs, q.pool, match, mode, r.cfg.KeywordRowBudget)
-	var out []Candidate
-	err = r.genericQuery(ctx, qKeywordArm, args, func(row pgx.Rows) error {
-		var c Candidate
-		if err := row.Scan(&c.ID, &c.Score); err != nil {
-			return err
-		}
-		out = append(out, c)
-		return nil
-	})
+	rows, err := r.st.RecallKeyword(ctx, q.filter(), store.KeywordSearch{Terms: kept, IDFs: idfs, Limit: q.pool,
+		Match: match, Mode: mode, RowBudget: r.cfg.KeywordRowBudget})
 	if err != nil {
-		return nil, "", fmt.Errorf("keyword search: %w", err)
+		return nil, "", err
 	}
-	return out, "", nil
+	return candidates(rows), "", nil
 }
 
 // termStats returns each term's (capped) document frequency and the bank
@@ -240,19 +178,12 @@ func (r *Recaller) termStats(ctx context.Context, bank string, terms []string) (
 	}
 	// One past the budget: a term counted that far is over it, however
 	// far it goes.
-	got := map[string]int64{}
-	err = r.genericQuery(ctx, qKeywordDF, []any{bank, missing, r.cfg.KeywordRowBudget + 1}, func(row pgx.Rows) error {
-		var term string
-		var df int64
-		if err := row.Scan(&term, &df); err != nil {
-			return err
-		}
-		got[term] = df
-		r.stats.putDF(bank, term, df, now)
-		return nil
-	})
+	got, err := r.st.RecallTermFrequencies(ctx, bank, missing, r.cfg.KeywordRowBudget+1)
 	if err != nil {
-		return nil, fmt.Errorf("keyword document frequency: %w", err)
+		return nil, err
+	}
+	for term, df := range got {
+		r.stats.putDF(bank, term, df, now)
 	}
 	for i := range stats {
 		if df, ok := got[stats[i].term]; ok {
@@ -268,9 +199,9 @@ func (r *Recaller) bankSize(ctx context.Context, bank string, now time.Time) (in
 	if n, ok := r.stats.bankSize(bank, now); ok {
 		return n, nil
 	}
-	var n int64
-	if err := r.pool.QueryRow(ctx, qKeywordBankSize, bank).Scan(&n); err != nil {
-		return 0, fmt.Errorf("bank size: %w", err)
+	n, err := r.st.RecallBankSize(ctx, bank)
+	if err != nil {
+		return 0, err
 	}
 	r.stats.putBankSize(bank, n, now)
 	return n, nil

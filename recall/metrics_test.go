@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -43,7 +42,7 @@ func TestMetrics(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t, mainFacts(t))
 	reg := prometheus.NewRegistry()
-	r := fx.recaller(t, failingEmbedder{}, Config{Registerer: reg})
+	r := fx.recallerWith(t, Deps{Embedder: failingEmbedder{}, Registerer: reg}, Config{})
 	resp, err := r.Recall(context.Background(), Request{BankID: "b1", Query: "order A-7731-QX and Zhang Wei", QueryTime: queryTime, Trace: true})
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +73,7 @@ func TestMetrics(t *testing.T) {
 
 	// A second Recaller on the same registry shares the series instead of
 	// failing to register.
-	r2 := fx.recaller(t, failingEmbedder{}, Config{Registerer: reg})
+	r2 := fx.recallerWith(t, Deps{Embedder: failingEmbedder{}, Registerer: reg}, Config{})
 	if r2.met.results != r.met.results {
 		t.Error("second Recaller did not reuse the registered counter")
 	}
@@ -91,51 +90,5 @@ func TestArmTimeoutIsCounted(t *testing.T) {
 	}
 	if got := counterValue(t, r.met.armFailures.WithLabelValues(ArmSemantic, outcomeTimeout)); got != 1 {
 		t.Errorf("semantic timeouts = %g, want 1", got)
-	}
-}
-
-// TestHNSWSettingsStayInTheBatch checks that hnswQuery's settings reach
-// the query, make it read-only, and do not outlive it on the pooled
-// connection.
-func TestHNSWSettingsStayInTheBatch(t *testing.T) {
-	t.Parallel()
-	fx := newFixture(t, mainFacts(t)[:1])
-	r := fx.recaller(t, fx.emb, Config{})
-	ctx := context.Background()
-	var ef, ro string
-	err := r.hnswQuery(ctx, 123, `SELECT current_setting('hnsw.ef_search'), current_setting('transaction_read_only')`, nil,
-		func(rows pgx.Rows) error { return rows.Scan(&ef, &ro) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ef != "123" || ro != "on" {
-		t.Errorf("inside the batch: ef_search %q, read only %q; want 123, on", ef, ro)
-	}
-	err = r.hnswQuery(ctx, 50, `CREATE TABLE recall_must_not_write (x int)`, nil, func(pgx.Rows) error { return nil })
-	if err == nil {
-		t.Error("a write ran inside the read-only batch")
-	}
-	var mode string
-	err = r.genericQuery(ctx, `SELECT current_setting('plan_cache_mode'), current_setting('transaction_read_only')`, nil,
-		func(rows pgx.Rows) error { return rows.Scan(&mode, &ro) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mode != "force_generic_plan" || ro != "on" {
-		t.Errorf("inside the generic batch: plan_cache_mode %q, read only %q; want force_generic_plan, on", mode, ro)
-	}
-	err = r.genericQuery(ctx, `CREATE TABLE recall_must_not_write (x int)`, nil, func(pgx.Rows) error { return nil })
-	if err == nil {
-		t.Error("a write ran inside the read-only generic batch")
-	}
-	// Every pooled connection: none may keep the settings.
-	for range 8 {
-		var after, afterMode string
-		if err := fx.pool.QueryRow(ctx, `SELECT coalesce(current_setting('hnsw.ef_search', true), ''), current_setting('plan_cache_mode')`).Scan(&after, &afterMode); err != nil {
-			t.Fatal(err)
-		}
-		if after == "123" || afterMode != "auto" {
-			t.Fatalf("settings leaked to the pool: ef_search %q, plan_cache_mode %q", after, afterMode)
-		}
 	}
 }

@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/memstream/memstream/store"
 	"github.com/memstream/memstream/timeparse"
 	"github.com/memstream/memstream/tokens"
 )
@@ -70,7 +71,7 @@ type Request struct {
 	// Config.DefaultMaxTokens).
 	MaxTokens int
 	// QueryTime anchors relative time expressions and recency; zero means
-	// the bank's event clock (its latest event, see Config.Clock), or the
+	// the bank's event clock (its latest event, see Deps.Clock), or the
 	// wall clock when none is configured.
 	QueryTime time.Time
 	// Tags filters facts by their tags, as TagsMatch says.
@@ -223,10 +224,49 @@ func (e *RequestError) Error() string { return fmt.Sprintf("recall: %s: %s", e.F
 // nothing to degrade to, and an empty answer would lie.
 var ErrAllArmsFailed = errors.New("recall: every retrieval arm failed")
 
+// Store runs recall's statements; *store.Store is the one memstream uses.
+type Store interface {
+	RecallSemantic(ctx context.Context, f store.RecallFilter, vec []float32, ef, limit int) ([]store.Scored, error)
+	RecallGraphSeeds(ctx context.Context, bank string, keys, phrases, givenLike []string) (store.GraphSeeds, error)
+	RecallGraph(ctx context.Context, f store.RecallFilter, w store.GraphWalk) ([]store.Scored, error)
+	RecallTermFrequencies(ctx context.Context, bank string, terms []string, limit int) (map[string]int64, error)
+	RecallBankSize(ctx context.Context, bank string) (int64, error)
+	RecallKeyword(ctx context.Context, f store.RecallFilter, k store.KeywordSearch) ([]store.Scored, error)
+	RecallTemporal(ctx context.Context, f store.RecallFilter, t store.TemporalSearch) ([]store.TemporalFact, error)
+	RecallFacts(ctx context.Context, bank string, ids []uuid.UUID, vec []float32, withEmbedding bool) ([]store.RecallFact, error)
+}
+
+// Deps are a Recaller's collaborators.
+type Deps struct {
+	// Store is required.
+	Store Store
+	// Embedder may be nil: the semantic arm then fails and the others
+	// carry on.
+	Embedder Embedder
+	// Reranker, when set (rerank.provider: http), rescores the top
+	// Config.RerankTop results with a cross-encoder. A failing reranker
+	// leaves the order as it was and says so in the trace.
+	Reranker Reranker
+	// Clock gives a bank's event clock (store.Store.BankClock): a request
+	// without a query time is answered as of the bank's latest event, so
+	// recency and "last Saturday" mean the same in a backfilled bank as
+	// they did when it was lived. Nil means the wall clock.
+	Clock BankClock
+	// Tokens counts the budget; nil builds one for Config.Tokenizer.
+	// Reflect shares it, so both budgets mean the same.
+	Tokens *tokens.Counter
+	// Registerer receives the recall metrics (memstream_recall_*). Nil
+	// keeps them in a private registry: never the global default one.
+	Registerer prometheus.Registerer
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+}
+
 // Recaller runs recall queries. It is safe for concurrent use.
 type Recaller struct {
-	pool  *pgxpool.Pool
+	st    Store
 	emb   Embedder
+	rr    Reranker
 	cfg   Config
 	log   *slog.Logger
 	tok   *tokens.Counter
@@ -235,25 +275,31 @@ type Recaller struct {
 	clock *clockCache
 }
 
-// New returns a Recaller over pool (opened by store.Open, which registers
-// the vector types). emb may be nil: the semantic arm then fails and the
-// others carry on.
-func New(pool *pgxpool.Pool, emb Embedder, cfg Config, log *slog.Logger) (*Recaller, error) {
-	if pool == nil {
-		return nil, errors.New("recall: nil pool")
+// New returns a Recaller.
+func New(deps Deps, cfg Config) (*Recaller, error) {
+	if deps.Store == nil {
+		return nil, errors.New("recall: nil Store")
 	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	log := deps.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	tok, err := tokens.New(tokens.Config{Tokenizer: cfg.Tokenizer})
-	if err != nil {
-		return nil, err
+	tok := deps.Tokens
+	if tok == nil {
+		var err error
+		if tok, err = tokens.New(tokens.Config{Tokenizer: cfg.Tokenizer}); err != nil {
+			return nil, err
+		}
 	}
-	met, err := newMetrics(cfg.Registerer)
+	reg := deps.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	met, err := newMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
@@ -261,8 +307,8 @@ func New(pool *pgxpool.Pool, emb Embedder, cfg Config, log *slog.Logger) (*Recal
 	if err != nil {
 		return nil, err
 	}
-	return &Recaller{pool: pool, emb: emb, cfg: cfg, log: log, tok: tok, met: met, stats: stats,
-		clock: &clockCache{src: cfg.Clock, ttl: cfg.ClockTTL, at: map[string]clockEntry{}}}, nil
+	return &Recaller{st: deps.Store, emb: deps.Embedder, rr: deps.Reranker, cfg: cfg, log: log, tok: tok, met: met, stats: stats,
+		clock: &clockCache{src: deps.Clock, ttl: cfg.ClockTTL, at: map[string]clockEntry{}}}, nil
 }
 
 // query is a validated request with its derived settings, shared read-only
@@ -506,7 +552,7 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 		scoreResults(hs, fs, q, r.cfg)
 		preferSlotValues(hs, q)
 		hs, collapsed = collapseDuplicates(hs)
-		if r.cfg.Reranker != nil && !q.SkipRerank {
+		if r.rr != nil && !q.SkipRerank {
 			rerankNote = r.rerank(ctx, q.Query, hs)
 		}
 		if q.Diversity > 0 {

@@ -13,9 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/pgvector/pgvector-go"
 
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/internal/pgtest"
@@ -50,7 +48,9 @@ type entity struct {
 }
 
 type fixture struct {
-	pool *pgxpool.Pool
+	url  string
+	st   *store.Store
+	pool *pgxpool.Pool // the test's own, for arranging and asserting rows
 	emb  *embed.Hash
 	ids  map[string]uuid.UUID // key → id
 }
@@ -90,7 +90,7 @@ func newFixture(t testing.TB, facts []fact) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx := &fixture{pool: st.Pool(), emb: emb, ids: map[string]uuid.UUID{}}
+	fx := &fixture{url: url, st: st, pool: pgtest.Pool(t, url), emb: emb, ids: map[string]uuid.UUID{}}
 	var evs []store.EventRecord
 	for i, f := range facts {
 		if f.typ == "" {
@@ -134,7 +134,18 @@ func newFixture(t testing.TB, facts []fact) *fixture {
 
 func (f *fixture) recaller(t testing.TB, emb Embedder, cfg Config) *Recaller {
 	t.Helper()
-	r, err := New(f.pool, emb, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return f.recallerWith(t, Deps{Embedder: emb}, cfg)
+}
+
+// recallerWith is recaller with more collaborators; the store defaults to
+// the fixture's.
+func (f *fixture) recallerWith(t testing.TB, deps Deps, cfg Config) *Recaller {
+	t.Helper()
+	if deps.Store == nil {
+		deps.Store = f.st
+	}
+	deps.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	r, err := New(deps, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -689,38 +700,14 @@ func TestSemanticCorrectUnderFilter(t *testing.T) {
 	if _, err := fx.pool.Exec(context.Background(), "ANALYZE memory_units"); err != nil {
 		t.Fatal(err)
 	}
-	cfg := fx.pool.Config().ConnConfig.Copy()
-	cfg.RuntimeParams["enable_seqscan"] = "off"
-	pcfg := fx.pool.Config().Copy()
-	pcfg.ConnConfig = cfg
-	pool, err := pgxpool.NewWithConfig(context.Background(), pcfg)
+	// The plan itself is checked in store (TestSemanticPlanUsesHNSW).
+	st, err := store.Open(context.Background(), store.Config{URL: pgtest.WithSetting(t, fx.url, "enable_seqscan", "off"), Dim: testDim, MaxConns: 8},
+		slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(pool.Close)
-
-	var plan string
-	vec, _ := fx.emb.EmbedQueries(context.Background(), []string{"garden river"})
-	err = pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(context.Background(), "EXPLAIN "+qSemanticArm, "small", []string{}, []string{}, TagsAny, pgvector.NewHalfVector(vec[0]), 20)
-		if err != nil {
-			return err
-		}
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		plan = strings.Join(lines, "\n")
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(plan, "memory_units_embedding_idx") {
-		t.Fatalf("plan does not use the HNSW index:\n%s", plan)
-	}
-
-	r, err := New(pool, fx.emb, Config{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(st.Close)
+	r := fx.recallerWith(t, Deps{Store: st, Embedder: fx.emb}, Config{})
 	for _, req := range []Request{
 		{BankID: "small", Query: "garden river", Budget: BudgetLow, Arms: []string{ArmSemantic}, Trace: true},
 		{BankID: "small", Query: "garden river", Budget: BudgetLow, Arms: []string{ArmSemantic}, Trace: true, Tags: []string{"fin"}, TagsMatch: TagsAllStrict},
@@ -813,12 +800,12 @@ func TestRecallOnASmallPool(t *testing.T) {
 	fx := newFixture(t, mainFacts(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, store.Config{URL: fx.pool.Config().ConnString(), Dim: testDim, MaxConns: 2}, slog.New(slog.DiscardHandler))
+	st, err := store.Open(ctx, store.Config{URL: fx.url, Dim: testDim, MaxConns: 2}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	r := (&fixture{pool: st.Pool()}).recaller(t, fx.emb, Config{})
+	r := fx.recallerWith(t, Deps{Store: st, Embedder: fx.emb}, Config{})
 	q := "Who loves photography, what about order A-7731-QX, where did Zhang Wei move, and what did I do last Saturday?"
 	errs := make(chan error, 16)
 	for range 16 {

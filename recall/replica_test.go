@@ -90,7 +90,7 @@ func TestRecallFromStreamingReplica(t *testing.T) {
 	if !errors.As(err, &pgErr) || pgErr.Code != "25006" { // read_only_sql_transaction
 		t.Fatalf("write on the standby: %v, want read-only refusal", err)
 	}
-	rec, err := New(read.Pool(), emb, Config{}, log)
+	rec, err := New(Deps{Store: read, Embedder: emb, Logger: log}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

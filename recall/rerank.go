@@ -29,7 +29,7 @@ func (r *Recaller) rerank(ctx context.Context, query string, hs []hydrated) stri
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.ArmTimeout)
 	defer cancel()
-	scores, err := r.cfg.Reranker.Rerank(ctx, query, docs)
+	scores, err := r.rr.Rerank(ctx, query, docs)
 	if err != nil || len(scores) != n {
 		if err == nil {
 			err = fmt.Errorf("%d scores for %d documents", len(scores), n)

@@ -33,8 +33,8 @@ func rerankFixture() []hydrated {
 }
 
 func newTestRecaller(rr Reranker, top int) *Recaller {
-	cfg := Config{Reranker: rr, RerankTop: top}.WithDefaults()
-	return &Recaller{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg := Config{RerankTop: top}.WithDefaults()
+	return &Recaller{rr: rr, cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
 func TestRerankReordersHeadOnly(t *testing.T) {

@@ -2,49 +2,11 @@ package recall
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/pgvector/pgvector-go"
-
+	"github.com/memstream/memstream/store"
 	"github.com/memstream/memstream/timeparse"
 )
-
-// qTemporalArm finds facts near the query's periods with index range
-// scans only: for each period w ($5 starts, $6 ends, $8 row limits), the
-// facts whose occurrence starts in it, those whose occurrence began up to
-// $9 seconds earlier and reaches into it (the third column of the
-// (bank, occurred_start, occurred_end) index checks that without the
-// heap), and those mentioned in it. Each scan takes the newest $8 rows, so
-// a period of months costs what a day does. The exact placement is scored
-// in Go (temporalScore). An occurrence that began more than $9 before the
-// period (a fact about "2024" asked about as "last March") is not found
-// here; the other arms still can.
-const qTemporalArm = `WITH w AS (
-	SELECT * FROM unnest($5::timestamptz[], $6::timestamptz[], $8::int[]) AS w(s, e, lim))
-SELECT x.* FROM w CROSS JOIN LATERAL (
-	SELECT m.id, m.occurred_start, m.occurred_end, m.mentioned_at, ` + temporalSimExpr + `
-	FROM memory_units m
-	WHERE ` + unitFilter + ` AND m.occurred_start >= w.s AND m.occurred_start < w.e
-	ORDER BY m.occurred_start DESC LIMIT w.lim) x
-UNION
-SELECT x.* FROM w CROSS JOIN LATERAL (
-	SELECT m.id, m.occurred_start, m.occurred_end, m.mentioned_at, ` + temporalSimExpr + `
-	FROM memory_units m
-	WHERE ` + unitFilter + ` AND m.occurred_start >= w.s - make_interval(secs => $9) AND m.occurred_start < w.s
-		AND m.occurred_end > w.s
-	ORDER BY m.occurred_start DESC LIMIT w.lim) x
-UNION
-SELECT x.* FROM w CROSS JOIN LATERAL (
-	SELECT m.id, m.occurred_start, m.occurred_end, m.mentioned_at, ` + temporalSimExpr + `
-	FROM memory_units m
-	WHERE ` + unitFilter + ` AND m.mentioned_at >= w.s AND m.mentioned_at < w.e
-	ORDER BY m.mentioned_at DESC LIMIT w.lim) x`
-
-// temporalSimExpr is the similarity to the query, 0 without an embedding.
-const temporalSimExpr = `CASE WHEN $7::halfvec IS NULL OR m.embedding IS NULL THEN 0 ELSE 1 - (m.embedding <=> $7::halfvec) END AS sim`
 
 // temporalLookback is how long before a period an occurrence may have
 // begun and still be found overlapping it: long enough for the day, week
@@ -77,25 +39,18 @@ func (r *Recaller) temporal(ctx context.Context, q *query) ([]Candidate, string,
 		ends = append(ends, w.End, w.Start, w.End.Add(half))
 		lims = append(lims, int32(2*q.pool), int32(q.pool/2), int32(q.pool/2))
 	}
-	var vec any
+	var vec []float32
 	if v, ok := q.optionalVector(ctx, r.cfg.ArmTimeout/2); ok {
-		vec = pgvector.NewHalfVector(v)
+		vec = v
 	}
-	args := append(q.filterArgs(), starts, ends, vec, lims, temporalLookback.Seconds())
-	var out []Candidate
-	err := r.genericQuery(ctx, qTemporalArm, args, func(row pgx.Rows) error {
-		var id uuid.UUID
-		var os, oe *time.Time
-		var mentioned time.Time
-		var sim float64
-		if err := row.Scan(&id, &os, &oe, &mentioned, &sim); err != nil {
-			return err
-		}
-		out = append(out, Candidate{ID: id, Score: temporalScore(q.windows, os, oe, mentioned, r.cfg.Scale.Relevance(sim))})
-		return nil
-	})
+	rows, err := r.st.RecallTemporal(ctx, q.filter(), store.TemporalSearch{Starts: starts, Ends: ends, Limits: lims, Vec: vec,
+		Lookback: temporalLookback})
 	if err != nil {
-		return nil, "", fmt.Errorf("temporal search: %w", err)
+		return nil, "", err
+	}
+	out := make([]Candidate, len(rows))
+	for i, f := range rows {
+		out[i] = Candidate{ID: f.ID, Score: temporalScore(q.windows, f.OccurredStart, f.OccurredEnd, f.MentionedAt, r.cfg.Scale.Relevance(f.Sim))}
 	}
 	sortCandidates(out)
 	if len(out) > q.pool {

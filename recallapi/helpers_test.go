@@ -165,7 +165,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := recall.New(st.Pool(), emb, recall.Config{}, slog.New(slog.DiscardHandler))
+	rc, err := recall.New(recall.Deps{Store: st, Embedder: emb, Logger: slog.New(slog.DiscardHandler)}, recall.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -115,7 +115,7 @@ func TestOfflineOnDemoData(t *testing.T) {
 	if _, err := st.PersistBatch(ctx, evs); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := recall.New(st.Pool(), emb, recall.Config{Tokenizer: tokens.Estimate}, log)
+	rc, err := recall.New(recall.Deps{Store: st, Embedder: emb, Logger: log}, recall.Config{Tokenizer: tokens.Estimate})
 	if err != nil {
 		t.Fatal(err)
 	}

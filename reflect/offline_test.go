@@ -96,7 +96,7 @@ func newPGFixture(t *testing.T, facts []pgFact) *pgFixture {
 		}
 	}
 	var err error
-	fx.rec, err = recall.New(st.Pool(), emb, recall.Config{Tokenizer: tokens.Estimate}, log)
+	fx.rec, err = recall.New(recall.Deps{Store: st, Embedder: emb, Logger: log}, recall.Config{Tokenizer: tokens.Estimate})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -209,6 +209,28 @@ func translate(err error) error {
 	return err
 }
 
+// IsTransient reports whether an error of a store call is worth retrying
+// as is: connection loss, server shutdown, serialization failures and
+// deadlocks. Data errors (constraint or type violations) are not. It is
+// the store's to say, so callers never inspect PostgreSQL error codes.
+func IsTransient(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return true // network-level: the server is restarting or unreachable
+	}
+	switch {
+	case strings.HasPrefix(pgErr.Code, "08"), // connection exception
+		strings.HasPrefix(pgErr.Code, "57"), // operator intervention (shutdown)
+		strings.HasPrefix(pgErr.Code, "53"), // insufficient resources
+		pgErr.Code == "40001", pgErr.Code == "40P01":
+		return true
+	}
+	return false
+}
+
 const (
 	qSaltInsert = `INSERT INTO memstream_meta (key, value) VALUES ('audit_salt', $1) ON CONFLICT (key) DO NOTHING`
 	qSaltGet    = `SELECT value FROM memstream_meta WHERE key = 'audit_salt'`

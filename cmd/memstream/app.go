@@ -34,6 +34,7 @@ import (
 	"github.com/memstream/memstream/rerank"
 	"github.com/memstream/memstream/simscale"
 	"github.com/memstream/memstream/store"
+	"github.com/memstream/memstream/tokens"
 )
 
 // roles selects what a process runs (SPEC §2 serve --roles).
@@ -292,32 +293,37 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 			return a, err
 		}
 	}
+	// One token counter, so recall's and reflect's budgets agree.
+	tok, err := tokens.New(tokens.Config{})
+	if err != nil {
+		return a, err
+	}
 	var rc, workerRC *recall.Recaller
 	if rl.api || rl.worker {
-		rcfg := recall.Config{Registerer: reg, Clock: a.st, Scale: scale}
+		rdeps := recall.Deps{Store: a.st, Embedder: emb, Clock: a.st, Tokens: tok, Registerer: reg, Logger: log}
+		rcfg := recall.Config{Scale: scale}
 		if cfg.Rerank.Provider == "http" {
 			rr, err := rerank.NewHTTP(rerank.Config{URL: cfg.Rerank.URL, APIKey: cfg.Rerank.APIKey, Model: cfg.Rerank.Model, Timeout: cfg.Rerank.Timeout})
 			if err != nil {
 				return a, err
 			}
-			rcfg.Reranker = rr
+			rdeps.Reranker = rr
 		}
 		// With a read replica, the API's recall reads from it; the worker
 		// keeps reading the primary, where consolidation has just written.
-		pool := a.st.Pool()
 		if rl.api && cfg.Database.ReadURL != "" {
 			if a.readSt, err = store.Open(ctx, store.Config{URL: cfg.Database.ReadURL, MaxConns: cfg.Database.MaxConns, Dim: cfg.Embed.Dim},
 				log.With("database", "read_url")); err != nil {
 				return a, fmt.Errorf("database.read_url: %w", err)
 			}
-			pool = a.readSt.Pool()
-			wcfg := rcfg
-			wcfg.Registerer = nil
-			if workerRC, err = recall.New(a.st.Pool(), emb, wcfg, log); err != nil {
+			wdeps := rdeps
+			wdeps.Registerer = nil
+			if workerRC, err = recall.New(wdeps, rcfg); err != nil {
 				return a, err
 			}
+			rdeps.Store = a.readSt
 		}
-		if rc, err = recall.New(pool, emb, rcfg, log); err != nil {
+		if rc, err = recall.New(rdeps, rcfg); err != nil {
 			return a, err
 		}
 		if workerRC == nil {
@@ -333,7 +339,7 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 		a.runWorker = rl.worker && cfg.Consolidation.Enabled
 	}
 	if rl.api {
-		rf, err := newReflector(cfg, rc, a.st, reg, log)
+		rf, err := newReflector(cfg, rc, a.st, tok, reg, log)
 		if err != nil {
 			return a, err
 		}
@@ -385,14 +391,14 @@ func (a *app) readiness(rl roles) map[string]func(context.Context) error {
 
 // newReflector builds reflect with the configured LLM, or the offline
 // extractive provider when none is configured.
-func newReflector(cfg config.Config, rc *recall.Recaller, st *store.Store, reg prometheus.Registerer, log *slog.Logger) (*reflect.Reflector, error) {
+func newReflector(cfg config.Config, rc *recall.Recaller, st *store.Store, tok *tokens.Counter, reg prometheus.Registerer, log *slog.Logger) (*reflect.Reflector, error) {
 	var llm reflect.ChatCompleter
 	if cfg.LLM.Provider == "openai" {
 		oc := openai.DefaultConfig(cfg.LLM.APIKey)
 		oc.BaseURL = cfg.LLM.BaseURL
 		llm = openai.NewClientWithConfig(oc)
 	}
-	return reflect.New(reflect.Deps{Recaller: rc, Store: st, LLM: llm, Log: log.With("component", "reflect"), Registerer: reg},
+	return reflect.New(reflect.Deps{Recaller: rc, Store: st, LLM: llm, Tokens: tok, Log: log.With("component", "reflect"), Registerer: reg},
 		reflect.Config{Model: cfg.LLM.Model, MaxIterations: cfg.Reflect.MaxIterations, Timeout: cfg.Reflect.Timeout,
 			ContextTokens: cfg.Reflect.ContextTokens})
 }

@@ -96,7 +96,7 @@ func cmdConsolidate(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	rec, err := recall.New(st.Pool(), emb, recall.Config{Clock: st, Scale: scale}, log)
+	rec, err := recall.New(recall.Deps{Store: st, Embedder: emb, Clock: st, Logger: log}, recall.Config{Scale: scale})
 	if err != nil {
 		return err
 	}

@@ -93,7 +93,7 @@ func recallSize(ctx context.Context, cfg RecallConfig, base string, facts, maxCo
 		return err
 	}
 	progress(fmt.Sprintf("loaded %d facts, %d entities, %d links in %s", bank.Facts, bank.Entities, bank.Links, time.Since(t0).Round(time.Second)))
-	r, err := recall.New(st.Pool(), emb, recall.Config{}, log)
+	r, err := recall.New(recall.Deps{Store: st, Embedder: emb, Logger: log}, recall.Config{})
 	if err != nil {
 		return err
 	}

@@ -61,7 +61,7 @@ func TestRecallBank(t *testing.T) {
 		t.Fatalf("%d queries, want 60", len(bank.Queries))
 	}
 
-	r, err := recall.New(st.Pool(), emb, recall.Config{}, log)
+	r, err := recall.New(recall.Deps{Store: st, Embedder: emb, Logger: log}, recall.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -147,7 +147,7 @@ func RunReflect(ctx context.Context, cfg ReflectConfig, stdout, stderr io.Writer
 	progress(fmt.Sprintf("loaded %d facts, %d observations, %d mental models in %s", bank.Facts, res.Observations, res.MentalModels,
 		time.Since(t0).Round(time.Second)))
 
-	rc, err := recall.New(st.Pool(), emb, recall.Config{}, log)
+	rc, err := recall.New(recall.Deps{Store: st, Embedder: emb, Logger: log}, recall.Config{})
 	if err != nil {
 		return err
 	}

@@ -149,21 +149,26 @@ func Schema(t testing.TB) (dbURL, schema string) {
 	return dbURL, schema
 }
 
-// withSearchPath adds search_path to a connection string; pgx sends
-// parameters it does not know to the server as run-time settings.
+// withSearchPath adds search_path to a connection string.
 func withSearchPath(connString, path string) (string, error) {
+	return withParam(connString, "search_path", path)
+}
+
+// withParam adds a parameter to a connection string; pgx sends parameters
+// it does not know to the server as run-time settings.
+func withParam(connString, key, value string) (string, error) {
 	if strings.HasPrefix(connString, "postgres://") || strings.HasPrefix(connString, "postgresql://") {
 		u, err := url.Parse(connString)
 		if err != nil {
 			return "", fmt.Errorf("parse %s: %w", EnvURL, err)
 		}
 		q := u.Query()
-		q.Set("search_path", path)
+		q.Set(key, value)
 		u.RawQuery = q.Encode()
 		return u.String(), nil
 	}
 	// keyword=value form
-	return connString + " search_path='" + strings.ReplaceAll(path, "'", `\'`) + "'", nil
+	return connString + " " + key + "='" + strings.ReplaceAll(value, "'", `\'`) + "'", nil
 }
 
 // schemaName turns a test name into a unique, valid, lower-case identifier

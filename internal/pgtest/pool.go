@@ -1,0 +1,55 @@
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+)
+
+// Pool opens a pool on dbURL (a Schema URL) for a test's own statements:
+// arranging rows the product has no API for, and asserting what it wrote.
+// The store keeps its pool to itself, so that no product code runs SQL
+// outside it; tests check its work through a connection of their own. The
+// pool closes when the test ends.
+func Pool(t testing.TB, dbURL string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		t.Fatalf("pgtest: parse %s: %v", dbURL, err)
+	}
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		// The vector types exist once a migration created the extension.
+		if err := pgxvec.RegisterTypes(ctx, conn); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) || strings.Contains(err.Error(), "vector") {
+				return nil
+			}
+			return err
+		}
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("pgtest: connect: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// WithSetting returns dbURL with a run-time setting for every connection
+// made through it, such as enable_seqscan=off for a test that must see
+// the plan an index gives.
+func WithSetting(t testing.TB, dbURL, key, value string) string {
+	t.Helper()
+	u, err := withParam(dbURL, key, value)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return u
+}

@@ -1,0 +1,115 @@
+package store
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/memstream/memstream/internal/pgtest"
+)
+
+// migratedInternal opens a store on a fresh migrated schema, for tests of
+// unexported statements and helpers.
+func migratedInternal(t *testing.T) *Store {
+	t.Helper()
+	url, _ := pgtest.Schema(t)
+	s, err := Open(context.Background(), Config{URL: url, Dim: 384, MaxConns: 8}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if _, err := s.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestHNSWSettingsStayInTheBatch checks that hnswQuery's settings reach
+// the query, make it read-only, and do not outlive it on the pooled
+// connection.
+func TestHNSWSettingsStayInTheBatch(t *testing.T) {
+	t.Parallel()
+	s := migratedInternal(t)
+	ctx := context.Background()
+	var ef, ro string
+	err := s.hnswQuery(ctx, 123, `SELECT current_setting('hnsw.ef_search'), current_setting('transaction_read_only')`, nil,
+		func(rows pgx.Rows) error { return rows.Scan(&ef, &ro) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ef != "123" || ro != "on" {
+		t.Errorf("inside the batch: ef_search %q, read only %q; want 123, on", ef, ro)
+	}
+	err = s.hnswQuery(ctx, 50, `CREATE TABLE recall_must_not_write (x int)`, nil, func(pgx.Rows) error { return nil })
+	if err == nil {
+		t.Error("a write ran inside the read-only batch")
+	}
+	var mode string
+	err = s.genericQuery(ctx, `SELECT current_setting('plan_cache_mode'), current_setting('transaction_read_only')`, nil,
+		func(rows pgx.Rows) error { return rows.Scan(&mode, &ro) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode != "force_generic_plan" || ro != "on" {
+		t.Errorf("inside the generic batch: plan_cache_mode %q, read only %q; want force_generic_plan, on", mode, ro)
+	}
+	err = s.genericQuery(ctx, `CREATE TABLE recall_must_not_write (x int)`, nil, func(pgx.Rows) error { return nil })
+	if err == nil {
+		t.Error("a write ran inside the read-only generic batch")
+	}
+	// Every pooled connection: none may keep the settings.
+	for range 8 {
+		var after, afterMode string
+		if err := s.pool.QueryRow(ctx, `SELECT coalesce(current_setting('hnsw.ef_search', true), ''), current_setting('plan_cache_mode')`).Scan(&after, &afterMode); err != nil {
+			t.Fatal(err)
+		}
+		if after == "123" || afterMode != "auto" {
+			t.Fatalf("settings leaked to the pool: ef_search %q, plan_cache_mode %q", after, afterMode)
+		}
+	}
+}
+
+// TestSemanticPlanUsesHNSW checks that the semantic arm's statement, under
+// its bank filter, is planned as an HNSW index scan once the planner has no
+// bank index and no sequential scan to fall back on: the filter must not
+// turn the index off (recall's TestSemanticCorrectUnderFilter then checks
+// that the iterative scan still fills the pool).
+func TestSemanticPlanUsesHNSW(t *testing.T) {
+	t.Parallel()
+	s := migratedInternal(t)
+	ctx := context.Background()
+	for _, ix := range []string{"memory_units_bank_type_idx", "memory_units_mentioned_idx", "memory_units_occurred_idx", "memory_units_doc_idx"} {
+		if _, err := s.pool.Exec(ctx, "DROP INDEX "+ix); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.pool.Exec(ctx, "ALTER TABLE memory_units DROP CONSTRAINT memory_units_bank_id_idempotency_key_key"); err != nil {
+		t.Fatal(err)
+	}
+	var plan string
+	vec := make([]float32, 384)
+	vec[0] = 1
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, "EXPLAIN "+qSemanticArm, "small", []string{}, []string{}, "any", pgvector.NewHalfVector(vec), 20)
+		if err != nil {
+			return err
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		plan = strings.Join(lines, "\n")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan, "memory_units_embedding_idx") {
+		t.Fatalf("plan does not use the HNSW index:\n%s", plan)
+	}
+}
