@@ -479,6 +479,11 @@ func TestConsole(t *testing.T) {
 				document.querySelector('[data-testid=aliases]').innerText.includes('Alice Chen')`),
 		)
 		shot(t, b, "entity")
+		step(t, b, "the memories that mention Alice",
+			chromedp.Click(`a.button[href*="memories?entity="]`, chromedp.ByQuery),
+			until(`(() => { const rows = [...document.querySelectorAll('[data-testid=memory-row]')];
+				return rows.length > 0 && rows.every(r => [...r.querySelectorAll('.chip')].some(c => c.innerText === 'Alice')) })()`),
+		)
 	})
 
 	t.Run("recall", func(t *testing.T) {
@@ -535,6 +540,7 @@ func TestConsole(t *testing.T) {
 			until(`document.querySelector('[data-testid=model-page]').innerText.startsWith('---')`),
 			chromedp.Text(`[data-testid=model-page]`, &page, chromedp.ByQuery),
 		)
+		shot(t, b, "model-page")
 		if !strings.Contains(page, `question: "How does Alice want her emails written?"`) {
 			t.Errorf("page front matter lacks the question:\n%s", page)
 		}
