@@ -124,9 +124,23 @@ export const adapt = {
   },
   reflect(d) {
     const t = d.trace || {}
+    const b = d.based_on || {}
+    // based_on lists ids (memstream) or objects with id and text (Hindsight).
+    const known = {}
+    const ids = (xs) =>
+      arr(xs)
+        .map((x) => {
+          if (x && typeof x === 'object' && x.id) {
+            known[x.id] = adapt.memory(x)
+            return x.id
+          }
+          return x
+        })
+        .filter(Boolean)
     return {
       text: d.text ?? d.answer ?? '',
-      basedOn: d.based_on || {},
+      basedOn: { memories: ids(b.memories), observations: ids(b.observations), mental_models: ids(b.mental_models) },
+      known,
       toolCalls: arr(t.tool_calls),
       llmCalls: arr(t.llm_calls),
       iterations: t.iterations,

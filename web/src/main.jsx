@@ -77,7 +77,7 @@ function App() {
   const { parts, params } = useHashRoute()
   const [state, setState] = useState({ banks: null, error: null, needKey: false })
   const load = () =>
-    api('GET', '/v1/default/banks').then(
+    api('GET', '/v1/default/banks?limit=1000').then(
       (d) => setState({ banks: adapt.banks(d), error: null, needKey: false }),
       (e) => setState({ banks: null, error: e, needKey: e.status === 401 }),
     )

@@ -39,13 +39,13 @@ export function ReflectPage({ bank }) {
     try {
       const r = adapt.reflect(await api('POST', bankPath(bank, '/reflect'), { query: q, budget }))
       const ids = [...(r.basedOn.memories || []), ...(r.basedOn.observations || []), ...[...r.text.matchAll(UUID)].map((m) => m[2])]
-      let got = {}
-      if (ids.length) {
+      let got = { ...r.known }
+      if (ids.some((id) => !got[id])) {
         try {
-          const d = await api('POST', bankPath(bank, '/memories/lookup'), { ids: [...new Set(ids)] })
+          const d = await api('POST', bankPath(bank, '/memories/lookup'), { ids: [...new Set(ids)].filter((id) => !got[id]) })
           for (const m of adapt.list(d).items) got[m.id] = adapt.memory(m)
         } catch {
-          got = {}
+          // Citations then show their ids; the answer stands on its own.
         }
       }
       setItems(got)
