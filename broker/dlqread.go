@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -137,17 +136,7 @@ func sourceOf(r *kgo.Record) [3]string {
 func (a *DeadLetterArchive) Replay(ctx context.Context, recs []*DeadLetterRecord) error {
 	out := make([]*kgo.Record, 0, len(recs))
 	for _, r := range recs {
-		rec := &kgo.Record{Topic: a.defaultTopic, Key: r.Key, Value: r.Value}
-		for _, h := range r.Headers {
-			if h.Key == HeaderSourceTopic && len(h.Value) > 0 {
-				rec.Topic = string(h.Value)
-			}
-			if strings.HasPrefix(h.Key, "memstream.error.") || strings.HasPrefix(h.Key, "memstream.source.") {
-				continue
-			}
-			rec.Headers = append(rec.Headers, h)
-		}
-		out = append(out, rec)
+		out = append(out, stripDLQ(&kgo.Record{Key: r.Key, Value: r.Value, Headers: r.Headers}, a.defaultTopic))
 	}
 	if err := a.cl.ProduceSync(ctx, out...).FirstErr(); err != nil {
 		return fmt.Errorf("replay %d dead letters: %w", len(out), err)
