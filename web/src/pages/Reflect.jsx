@@ -1,6 +1,6 @@
 import { useState } from 'react'
 import { adapt, api, bankPath } from '../api.js'
-import { Card, Empty, ErrorBox, href, Loading, PageTitle, TypeBadge } from '../util.jsx'
+import { Card, Empty, ErrorBox, href, Loading, PageTitle, shortId, TypeBadge } from '../util.jsx'
 
 const UUID = /\[(?:(obs|mem|mm):)?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\]/g
 
@@ -86,7 +86,7 @@ export function ReflectPage({ bank }) {
                     <li key={id}>
                       <span className="cite">{order.get(id)}</span>
                       {items[id] ? <TypeBadge type={items[id].type} /> : null}{' '}
-                      <a href={href('b', bank, items[id] && items[id].type !== 'observation' ? 'memories' : 'observations', id)}>{items[id] ? items[id].text : id}</a>
+                      <a href={href('b', bank, items[id] && items[id].type !== 'observation' ? 'memories' : 'observations', id)}>{items[id] ? items[id].text : 'item ' + shortId(id)}</a>
                     </li>
                   ))}
                 </ol>
