@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -576,7 +577,7 @@ func benchIngestOffline(ctx context.Context, env *benchEnv, f IngestConfig, stdo
 	// Baseline: COPY the rows the run produced into a fresh copy of the
 	// same indexed table, in the same database, right now.
 	fmt.Fprintf(stderr, "bench ingest: baseline: COPY %d memory_units rows into a fresh indexed copy\n", res.Facts)
-	res.CopyRows, res.CopySeconds, err = copyBaseline(ctx, env)
+	res.CopyRows, res.CopySeconds, err = copyBaseline(ctx, env, f.Lanes)
 	if err != nil {
 		return err
 	}
@@ -627,7 +628,7 @@ ingest (offline providers, %d-d embeddings, PostgreSQL %s, %d lanes × batch %d,
   events        %d in %.1fs → %.0f events/s (%d dead-lettered)
   facts         %d → %.0f facts/s
   latency       p50 %.0f ms, p99 %.0f ms (produce → committed; %d events at %.0f/s)
-  COPY baseline %d rows in %.2fs → %.0f rows/s into the same indexed table
+  COPY baseline %d rows in %.2fs → %.0f rows/s into the same indexed table, one connection per lane
   ratio_to_copy %.2f (target ≥ 0.70)
   lane time     prepare %.1fs, extract+embed %.1fs, persist %.1fs (summed over lanes)
 `, res.EmbedDim, res.PostgresServer, res.Lanes, res.BatchSize, res.Partitions, res.Events, res.Seconds, res.EventsPerS, res.DeadLettered,
@@ -644,11 +645,13 @@ const (
 		ORDER BY ordinal_position`
 	sqlCreateCopyBaseline = `CREATE TABLE bench_copy_baseline (LIKE memory_units INCLUDING ALL)`
 	sqlDropCopyBaseline   = `DROP TABLE IF EXISTS bench_copy_baseline`
+	sqlUnitStorageOptions = `SELECT COALESCE(array_to_string(reloptions, ', '), '') FROM pg_class WHERE oid = 'memory_units'::regclass`
 )
 
-// copyBaseline dumps memory_units and times a binary COPY of those rows into
+// copyBaseline dumps memory_units and times a binary COPY of those rows, over
+// as many connections at once as the pipeline has lanes, into
 // a fresh table with the same columns, defaults, constraints and indexes.
-func copyBaseline(ctx context.Context, env *benchEnv) (rows int64, seconds float64, err error) {
+func copyBaseline(ctx context.Context, env *benchEnv, lanes int) (rows int64, seconds float64, err error) {
 	conn, err := env.st.Pool().Acquire(ctx)
 	if err != nil {
 		return 0, 0, err
@@ -667,9 +670,15 @@ func copyBaseline(ctx context.Context, env *benchEnv) (rows int64, seconds float
 		ident[i] = pgx.Identifier{c}.Sanitize()
 	}
 	list := strings.Join(ident, ", ")
-	var dump bytes.Buffer
-	if _, err := conn.Conn().PgConn().CopyTo(ctx, &dump, "COPY (SELECT "+list+" FROM memory_units) TO STDOUT (FORMAT binary)"); err != nil {
-		return 0, 0, fmt.Errorf("dump memory_units: %w", err)
+	// One share of the rows per pipeline lane, each COPYed over its own
+	// connection at the same time: the pipeline writes over that many.
+	lanes = max(lanes, 1)
+	dumps := make([]bytes.Buffer, lanes)
+	for k := range dumps {
+		q := fmt.Sprintf("COPY (SELECT %s FROM memory_units WHERE abs(hashtext(id::text)) %% %d = %d) TO STDOUT (FORMAT binary)", list, lanes, k)
+		if _, err := conn.Conn().PgConn().CopyTo(ctx, &dumps[k], q); err != nil {
+			return 0, 0, fmt.Errorf("dump memory_units: %w", err)
+		}
 	}
 	if _, err := conn.Exec(ctx, sqlDropCopyBaseline); err != nil {
 		return 0, 0, err
@@ -678,12 +687,40 @@ func copyBaseline(ctx context.Context, env *benchEnv) (rows int64, seconds float
 		return 0, 0, fmt.Errorf("create baseline table: %w", err)
 	}
 	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), sqlDropCopyBaseline) }()
-	start := time.Now()
-	tag, err := conn.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(dump.Bytes()), "COPY bench_copy_baseline ("+list+") FROM STDIN (FORMAT binary)")
-	if err != nil {
-		return 0, 0, fmt.Errorf("copy baseline: %w", err)
+	// LIKE copies columns, constraints and indexes but not storage
+	// parameters; the baseline gets memory_units' fillfactor too.
+	var opts string
+	if err := conn.QueryRow(ctx, sqlUnitStorageOptions).Scan(&opts); err != nil {
+		return 0, 0, err
 	}
-	return tag.RowsAffected(), time.Since(start).Seconds(), nil
+	if opts != "" {
+		if _, err := conn.Exec(ctx, "ALTER TABLE bench_copy_baseline SET ("+opts+")"); err != nil {
+			return 0, 0, fmt.Errorf("baseline storage options %s: %w", opts, err)
+		}
+	}
+	conns := make([]*pgxpool.Conn, lanes)
+	for k := range conns {
+		if conns[k], err = env.st.Pool().Acquire(ctx); err != nil {
+			return 0, 0, err
+		}
+		defer conns[k].Release()
+	}
+	var total atomic.Int64
+	errs := make(chan error, lanes)
+	start := time.Now()
+	for k := range conns {
+		go func() {
+			tag, err := conns[k].Conn().PgConn().CopyFrom(ctx, bytes.NewReader(dumps[k].Bytes()), "COPY bench_copy_baseline ("+list+") FROM STDIN (FORMAT binary)")
+			total.Add(tag.RowsAffected())
+			errs <- err
+		}()
+	}
+	for range conns {
+		if err := <-errs; err != nil {
+			return 0, 0, fmt.Errorf("copy baseline: %w", err)
+		}
+	}
+	return total.Load(), time.Since(start).Seconds(), nil
 }
 
 // llmRun is one concurrency × chunks-per-call point of the LLM mode.
