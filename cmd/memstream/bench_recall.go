@@ -29,6 +29,7 @@ func benchRecall(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	warmup := fs.Int("warmup", 50, "untimed queries before each timed pass")
 	keep := fs.Bool("keep", false, "keep the bench schemas (and the temporary server) for inspection")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file")
+	banks := fs.Int("banks", 1, "spread each --facts size over this many banks of Zipf-skewed sizes in one table (times the largest, the smallest and all banks)")
 	reuse := fs.Bool("reuse", false, "with --database-url: reuse banks a --keep run left instead of loading again (implies --keep)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: memstream bench recall [--facts 10000,100000] [--queries 1000] [--concurrency 1,8] [--database-url URL]\n\n"+
@@ -71,7 +72,7 @@ func benchRecall(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		defer pprof.StopCPUProfile()
 	}
 	return bench.RunRecall(ctx, bench.RecallConfig{Facts: sizes, Queries: *queries, Concurrency: concs, DatabaseURL: *dbURL,
-		Dim: *dim, Seed: *seed, Warmup: *warmup, Keep: *keep, Reuse: *reuse}, stdout, stderr)
+		Dim: *dim, Seed: *seed, Warmup: *warmup, Keep: *keep, Reuse: *reuse, Banks: *banks}, stdout, stderr)
 }
 
 func intList(s, flagName string) ([]int, error) {

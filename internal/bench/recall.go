@@ -33,6 +33,10 @@ type RecallConfig struct {
 	Warmup      int    // untimed queries before each timed pass
 	Keep        bool   // keep the schemas (and the temporary server)
 	Reuse       bool   // reuse banks a Keep run left instead of loading again
+	// Banks above 1 spreads each size of Facts over that many banks of
+	// Zipf-skewed sizes in one table, and times the largest bank, the
+	// smallest and a pool of queries from every bank.
+	Banks int
 }
 
 // bankNow is the query timestamp of the synthetic banks: fixed, so that
@@ -59,7 +63,11 @@ func RunRecall(ctx context.Context, cfg RecallConfig, stdout, stderr io.Writer) 
 		maxConc = max(maxConc, c)
 	}
 	for _, n := range cfg.Facts {
-		if err := recallSize(ctx, cfg, base, n, maxConc, emb, log, progress, stdout); err != nil {
+		run := recallSize
+		if cfg.Banks > 1 {
+			run = recallMany
+		}
+		if err := run(ctx, cfg, base, n, maxConc, emb, log, progress, stdout); err != nil {
 			return err
 		}
 	}
@@ -116,7 +124,8 @@ func recallSize(ctx context.Context, cfg RecallConfig, base string, facts, maxCo
 
 // qRawHNSW is the baseline of `memstream bench recall` (SPEC §7): the one
 // index probe a plain vector store would make, with the server's default
-// hnsw settings.
+// hnsw settings (and, with many banks in the table, the iterative scan: see
+// rawPool).
 const qRawHNSW = `SELECT id FROM memory_units WHERE bank_id = $1 ORDER BY embedding <=> $2 LIMIT 10`
 
 // RecallResult is one configuration of `memstream bench recall`: recall
@@ -155,6 +164,14 @@ type RecallResult struct {
 	// RatioP50 is P50MS / RawHNSWP50MS; the target is ≤ 10.
 	RatioP50   float64 `json:"ratio_p50_to_raw_hnsw"`
 	GOMAXPROCS int     `json:"gomaxprocs"`
+	// Set, Banks and TableFacts describe a many-bank run: which queries
+	// (largest_bank, small_bank, all_banks), how many banks share the
+	// table, and how many facts it holds. Facts is then the queried bank's.
+	Set        string `json:"set,omitempty"`
+	Banks      int    `json:"banks,omitempty"`
+	TableFacts int    `json:"table_facts,omitempty"`
+	// LoadAvg is /proc/loadavg's 1-minute figure when the pass started.
+	LoadAvg string `json:"loadavg_1m"`
 }
 
 // runRecall asks bank's queries through r at the given concurrency, then
@@ -164,7 +181,7 @@ type RecallResult struct {
 func runRecall(ctx context.Context, r *recall.Recaller, pool *pgxpool.Pool, emb recall.Embedder, bank *Bank, concurrency, warmup int) (RecallResult, error) {
 	res := RecallResult{Bench: "recall", Facts: bank.Facts, Entities: bank.Entities, Links: bank.Links,
 		Concurrency: concurrency, Queries: len(bank.Queries), Budget: recall.BudgetMid, Arms: "semantic,keyword,graph,temporal",
-		GOMAXPROCS: runtime.GOMAXPROCS(0), ArmP50MS: map[string]float64{}}
+		GOMAXPROCS: runtime.GOMAXPROCS(0), ArmP50MS: map[string]float64{}, LoadAvg: loadAvg()}
 	if concurrency < 1 {
 		return res, fmt.Errorf("bench recall: concurrency must be positive, got %d", concurrency)
 	}
@@ -246,7 +263,7 @@ func runRecall(ctx context.Context, r *recall.Recaller, pool *pgxpool.Pool, emb 
 		return res, fmt.Errorf("bench recall: embed queries: %w", err)
 	}
 	raw := func(i int) error {
-		rows, err := pool.Query(ctx, qRawHNSW, bank.BankID, pgvector.NewHalfVector(vecs[i]))
+		rows, err := pool.Query(ctx, qRawHNSW, qs[i].BankID, pgvector.NewHalfVector(vecs[i]))
 		if err != nil {
 			return err
 		}

@@ -12,10 +12,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 
-	"github.com/memstream/memstream/text"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/resolve"
 	"github.com/memstream/memstream/store"
+	"github.com/memstream/memstream/text"
 )
 
 // BankConfig describes a synthetic bank for `memstream bench recall` and
@@ -131,11 +131,57 @@ func LoadBank(ctx context.Context, pool *pgxpool.Pool, emb DocumentEmbedder, cfg
 	if progress == nil {
 		progress = func(string) {}
 	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("bench bank: %w", err)
+	}
+	defer conn.Release()
+	if cfg.Reuse {
+		b, err := loadBankRows(ctx, conn.Conn(), emb, cfg, true)
+		if err != nil || b != nil {
+			if b != nil {
+				progress(fmt.Sprintf("reusing bank %s of %d facts", cfg.BankID, b.Facts))
+			}
+			return b, err
+		}
+	}
+	defs, err := dropSecondaryIndexes(ctx, conn.Conn())
+	if err != nil {
+		return nil, err
+	}
+	progress(fmt.Sprintf("embedding and copying %d facts", cfg.Facts))
+	b, err := loadBankRows(ctx, conn.Conn(), emb, cfg, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := rebuildAndVacuum(ctx, conn.Conn(), defs, progress); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// loadBankRows generates one bank, embeds and COPYs it, leaving the
+// indexes to the caller. With reuse it only regenerates the queries of a
+// bank that is already there, and returns nil when it is not.
+func loadBankRows(ctx context.Context, conn *pgx.Conn, emb DocumentEmbedder, cfg BankConfig, reuse bool) (*Bank, error) {
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	people := benchPeople(cfg.BankID, cfg.Facts, rng)
 	facts := benchFacts(cfg, people, rng)
-
-	progress(fmt.Sprintf("embedding %d facts", len(facts)))
+	if reuse {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM memory_units WHERE bank_id = $1`, cfg.BankID).Scan(&n); err != nil {
+			return nil, fmt.Errorf("bench bank: %w", err)
+		}
+		if n == len(facts) {
+			links, err := copyBench(ctx, nil, cfg.BankID, people, facts, nil, rng)
+			if err != nil {
+				return nil, err
+			}
+			return &Bank{BankID: cfg.BankID, Facts: len(facts), Entities: len(people), Links: links,
+				Queries: benchQueries(cfg, people, facts, rng)}, nil
+		}
+		return nil, nil
+	}
 	vecs := make([][]float32, 0, len(facts))
 	const embedBatch = 1024
 	for i := 0; i < len(facts); i += embedBatch {
@@ -149,51 +195,37 @@ func LoadBank(ctx context.Context, pool *pgxpool.Pool, emb DocumentEmbedder, cfg
 		}
 		vecs = append(vecs, vs...)
 	}
+	nLinks, err := copyBench(ctx, conn, cfg.BankID, people, facts, vecs, rng)
+	if err != nil {
+		return nil, err
+	}
+	return &Bank{BankID: cfg.BankID, Facts: len(facts), Entities: len(people), Links: nLinks,
+		Queries: benchQueries(cfg, people, facts, rng)}, nil
+}
 
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("bench bank: %w", err)
+// rebuildAndVacuum rebuilds the dropped indexes from their definitions
+// and vacuums the loaded tables so the planner sees their real sizes.
+func rebuildAndVacuum(ctx context.Context, conn *pgx.Conn, defs []string, progress func(string)) error {
+	progress(fmt.Sprintf("rebuilding %d indexes (HNSW included)", len(defs)))
+	// An HNSW build is fast while the graph fits in maintenance_work_mem
+	// and slows many times over once it does not (a million 384-d facts
+	// need about 1.5 GB); the setting is this load session's only.
+	if _, err := conn.Exec(ctx, "SET maintenance_work_mem = '2GB'"); err != nil {
+		return fmt.Errorf("bench bank: %w", err)
 	}
-	defer conn.Release()
-	if cfg.Reuse {
-		var n int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM memory_units WHERE bank_id = $1`, cfg.BankID).Scan(&n); err != nil {
-			return nil, fmt.Errorf("bench bank: %w", err)
-		}
-		if n == len(facts) {
-			progress(fmt.Sprintf("reusing bank %s of %d facts", cfg.BankID, n))
-			links, err := copyBench(ctx, nil, cfg.BankID, people, facts, vecs, rng)
-			if err != nil {
-				return nil, err
-			}
-			return &Bank{BankID: cfg.BankID, Facts: len(facts), Entities: len(people), Links: links,
-				Queries: benchQueries(cfg, people, facts, rng)}, nil
-		}
-	}
-	indexDefs, err := dropSecondaryIndexes(ctx, conn.Conn())
-	if err != nil {
-		return nil, err
-	}
-	progress(fmt.Sprintf("copying %d facts, %d entities", len(facts), len(people)))
-	nLinks, err := copyBench(ctx, conn.Conn(), cfg.BankID, people, facts, vecs, rng)
-	if err != nil {
-		return nil, err
-	}
-	progress(fmt.Sprintf("rebuilding %d indexes (HNSW included)", len(indexDefs)))
-	for _, def := range indexDefs {
+	for _, def := range defs {
 		if _, err := conn.Exec(ctx, def); err != nil {
-			return nil, fmt.Errorf("bench bank: rebuild index: %s: %w", def, err)
+			return fmt.Errorf("bench bank: rebuild index: %s: %w", def, err)
 		}
 	}
 	// VACUUM as well: autovacuum would have set the visibility map of a
 	// bank this size long ago, and index-only scans depend on it.
 	for _, t := range []string{"memory_units", "entities", "entity_aliases", "unit_entities", "memory_links"} {
 		if _, err := conn.Exec(ctx, "VACUUM (ANALYZE) "+t); err != nil {
-			return nil, fmt.Errorf("bench bank: vacuum %s: %w", t, err)
+			return fmt.Errorf("bench bank: vacuum %s: %w", t, err)
 		}
 	}
-	return &Bank{BankID: cfg.BankID, Facts: len(facts), Entities: len(people), Links: nLinks,
-		Queries: benchQueries(cfg, people, facts, rng)}, nil
+	return nil
 }
 
 // benchPeople makes about one person per 40 facts (at least 40), and the

@@ -1,0 +1,171 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/memstream/memstream/embed"
+	"github.com/memstream/memstream/recall"
+	"github.com/memstream/memstream/store"
+)
+
+// rawPool is a pool for the raw HNSW baseline with pgvector's iterative
+// scan on: in a table many banks share, a plain HNSW probe of a small bank
+// finds none of its rows among the first ef_search neighbours and returns
+// nothing; the iterative scan is the least a correct filtered vector
+// query needs. It is a connection setting, so the probe stays one round
+// trip.
+func rawPool(ctx context.Context, p *pgxpool.Pool) (*pgxpool.Pool, error) {
+	cfg := p.Config().Copy()
+	cfg.ConnConfig.RuntimeParams["hnsw.iterative_scan"] = "relaxed_order"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("bench recall: raw HNSW pool: %w", err)
+	}
+	return pool, nil
+}
+
+// bankSizes splits total facts over banks with Zipf-skewed sizes (the
+// k-th largest bank holds about 1/k of the largest's share), none below
+// minBankFacts: a few big customers and a long tail of small ones, as a
+// bank per user or per customer gives.
+func bankSizes(total, banks int) []int {
+	const minBankFacts = 50
+	var h float64
+	for k := 1; k <= banks; k++ {
+		h += 1 / float64(k)
+	}
+	sizes := make([]int, banks)
+	sum := 0
+	for k := range sizes {
+		sizes[k] = max(minBankFacts, int(float64(total)/(float64(k+1)*h)))
+		sum += sizes[k]
+	}
+	// The floor adds facts at the tail; take them back from the head.
+	for k := 0; sum > total && k < banks; k++ {
+		d := min(sum-total, sizes[k]-minBankFacts)
+		sizes[k] -= d
+		sum -= d
+	}
+	return sizes
+}
+
+// recallMany loads banks of skewed sizes, total facts in all, into one
+// schema (one memory_units table, one HNSW index, as production keeps
+// every bank), then times recall three ways: on the largest bank, on a
+// small one, and on a pool drawn from every bank.
+func recallMany(ctx context.Context, cfg RecallConfig, base string, total, maxConc int, emb *embed.Hash, log *slog.Logger, progress func(string), stdout io.Writer) error {
+	schema := fmt.Sprintf("bench_recall_%d_b%d", total, cfg.Banks)
+	su, err := openSchemaURL(ctx, base, schema, cfg.Reuse)
+	if err != nil {
+		return err
+	}
+	if !cfg.Keep {
+		defer func() { _ = dropSchema(context.WithoutCancel(ctx), base, schema) }()
+	}
+	st, err := store.Open(ctx, store.Config{URL: su, Dim: cfg.Dim, MaxConns: 4*maxConc + 4}, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	sizes := bankSizes(total, cfg.Banks)
+	t0 := time.Now()
+	conn, err := st.Pool().Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	var defs []string
+	if !cfg.Reuse {
+		if defs, err = dropSecondaryIndexes(ctx, conn.Conn()); err != nil {
+			conn.Release()
+			return err
+		}
+	}
+	banks := make([]*Bank, len(sizes))
+	facts, entities, links := 0, 0, 0
+	perBank := max(2, cfg.Queries/cfg.Banks+1)
+	for k, n := range sizes {
+		q := perBank
+		if k == 0 || k == len(sizes)-1 {
+			q = cfg.Queries
+		}
+		b, err := loadBankRows(ctx, conn.Conn(), emb, BankConfig{BankID: fmt.Sprintf("bench-b%04d", k), Facts: n, Queries: q,
+			Seed: cfg.Seed + uint64(k), Now: bankNow}, cfg.Reuse)
+		if err == nil && b == nil {
+			err = fmt.Errorf("bench recall: --reuse: bank bench-b%04d is not in schema %s", k, schema)
+		}
+		if err != nil {
+			conn.Release()
+			return err
+		}
+		banks[k] = b
+		facts, entities, links = facts+b.Facts, entities+b.Entities, links+b.Links
+		if k%100 == 0 {
+			progress(fmt.Sprintf("%d banks, %d facts loaded (%s)", k+1, facts, time.Since(t0).Round(time.Second)))
+		}
+	}
+	if !cfg.Reuse {
+		if err := rebuildAndVacuum(ctx, conn.Conn(), defs, progress); err != nil {
+			conn.Release()
+			return err
+		}
+	}
+	conn.Release()
+	progress(fmt.Sprintf("loaded %d banks, %d facts (largest %d, smallest %d), %d entities, %d links in %s",
+		len(banks), facts, sizes[0], sizes[len(sizes)-1], entities, links, time.Since(t0).Round(time.Second)))
+
+	// A pool from every bank, shuffled: no bank's cache stays warm.
+	rng := rand.New(rand.NewPCG(cfg.Seed, 77))
+	var pool []recall.Request
+	for _, b := range banks {
+		n := min(len(b.Queries), perBank)
+		pool = append(pool, b.Queries[:n]...)
+	}
+	rng.Shuffle(len(pool), func(i, j int) { pool[i], pool[j] = pool[j], pool[i] })
+	pool = pool[:min(len(pool), cfg.Queries)]
+	sets := []struct {
+		name string
+		bank *Bank
+	}{
+		{"largest_bank", banks[0]},
+		{"small_bank", banks[len(banks)-1]},
+		{"all_banks", &Bank{BankID: "", Facts: facts, Entities: entities, Links: links, Queries: pool}},
+	}
+	r, err := recall.New(recall.Deps{Store: st, Embedder: emb, Logger: log}, recall.Config{})
+	if err != nil {
+		return err
+	}
+	raw, err := rawPool(ctx, st.Pool())
+	if err != nil {
+		return err
+	}
+	defer raw.Close()
+	for _, s := range sets {
+		for _, c := range cfg.Concurrency {
+			progress(fmt.Sprintf("%s (%d facts): %d queries at concurrency %d", s.name, s.bank.Facts, len(s.bank.Queries), c))
+			res, err := runRecall(ctx, r, raw, emb, s.bank, c, cfg.Warmup)
+			if err != nil {
+				return err
+			}
+			res.Set, res.Banks, res.TableFacts = s.name, len(banks), facts
+			line, err := json.Marshal(res)
+			if err != nil {
+				return fmt.Errorf("bench recall: %w", err)
+			}
+			fmt.Fprintln(stdout, string(line))
+			progress(fmt.Sprintf("%s, c=%d: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms; raw HNSW p50 %.2f ms; ratio %.1fx",
+				s.name, c, res.P50MS, res.P95MS, res.P99MS, res.RawHNSWP50MS, res.RatioP50))
+		}
+	}
+	return nil
+}
