@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -314,5 +315,59 @@ func TestCoMentionLinksGoToRecentFacts(t *testing.T) {
 	}
 	if want := []string{"bob1", "bob2", "bob3", "bob4", "bob5"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("co-mention links of the new fact go to %v, want the five most recent facts %v", got, want)
+	}
+}
+
+// TestGraphArmTakesNewestStoredFacts: hop 1 of the graph arm lends a
+// named entity's most recently stored facts. It ordered them by ctid,
+// which is not storage order once rows are rewritten: an entity merge
+// moves two-day-old facts into the survivor as new rows, and they took
+// the places of its newest facts.
+func TestGraphArmTakesNewestStoredFacts(t *testing.T) {
+	t.Parallel()
+	url, _ := pgtest.Schema(t)
+	st := open(t, url, 4)
+	ctx := context.Background()
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC)
+	ent := func(name string) store.UUID { return store.DeriveID("b", "entity", name) }
+	persist := func(key string, entity store.UUID, d time.Duration) {
+		t.Helper()
+		ev := store.EventRecord{BankID: "b", EventKey: key, DocumentID: "d-" + key,
+			Entities: []store.EntityRow{{ID: entity, Name: key, Kind: "person", Seen: at.Add(d), Mentions: 1}},
+			Facts: []store.FactRow{{ID: store.DeriveID("b", key), FactType: "world", Text: key, MentionedAt: at.Add(d),
+				IdemKey: key, EntityIDs: []uuid.UUID{entity}}}}
+		if _, err := st.PersistBatch(ctx, []store.EventRecord{ev}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 10 {
+		persist(fmt.Sprintf("old-robert-%d", i), ent("robert"), time.Duration(i-48)*time.Hour)
+	}
+	for i := range 10 {
+		persist(fmt.Sprintf("new-bob-%d", i), ent("bob"), time.Duration(i-10)*time.Hour)
+	}
+	if _, err := st.MergeEntity(ctx, "b", ent("robert"), ent("bob")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.RecallGraph(ctx, store.RecallFilter{BankID: "b", Types: []string{}, Tags: []string{}, TagsMode: "any"}, store.GraphWalk{Entities: []store.UUID{ent("bob")},
+		Weights: []float64{1}, Limit: 4, SemanticWeight: 0.5, PerEntity: 4, MentionCap: 1000, PerWeakEntity: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := pgtest.Pool(t, url)
+	var texts []string
+	for _, s := range got {
+		var text string
+		if err := db.QueryRow(ctx, `SELECT text FROM memory_units WHERE id = $1`, s.ID).Scan(&text); err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, text)
+	}
+	slices.Sort(texts)
+	if want := []string{"new-bob-6", "new-bob-7", "new-bob-8", "new-bob-9"}; fmt.Sprint(texts) != fmt.Sprint(want) {
+		t.Errorf("graph arm for Bob returned %v, want his four most recently stored facts %v", texts, want)
 	}
 }

@@ -90,14 +90,15 @@ const (
 	// of facts, so that a city or a spouse mentioned by thousands of
 	// facts cannot make every recall aggregate all of them. An entity the
 	// query names in full (weight 1) lends its $11 most recently stored
-	// facts: unit_entities rows are only ever inserted, so ctid order is
-	// ingest order, and sorting by it reads no memory_units row, though
-	// it reads every unit_entities row of the entity. Weaker seeds (a
-	// given name alone that fits forty people, a trigram match, the
-	// entities of the nearest facts, at most $12 mentions) lend the first
-	// $13 rows of the index, which costs $13 reads however big the entity
-	// is; $13 shrinks as they multiply. The ctid (t) also breaks ties
-	// between equal scores later, newest first.
+	// facts, by unit_entities.seq (storage order; a merge keeps it), read
+	// from unit_entities_seq_idx: $11 index entries and no memory_units
+	// row, however big the entity is. (ctid order, used before, is not
+	// storage order once rows are rewritten: a merge's moved rows came
+	// first.) Weaker seeds (a given name alone that fits forty people, a
+	// trigram match, the entities of the nearest facts, at most $12
+	// mentions) lend their $13 most recent ones the same way; $13 shrinks
+	// as they multiply. The seq (t) also breaks ties between equal scores
+	// later, newest first.
 	//
 	// Hop 2: facts linked to the best $9/2 hop-1 facts or to the nearest
 	// facts, scored by the parent's score times the link weight, damped
@@ -122,11 +123,11 @@ const (
 	hop1 AS (
 		SELECT f.unit_id AS id, sum(s.w) AS score, max(f.t) AS t
 		FROM seeds s CROSS JOIN LATERAL (
-			(SELECT ue.unit_id, ue.ctid AS t FROM unit_entities ue
-			 WHERE s.named AND ue.entity_id = s.entity_id ORDER BY ue.ctid DESC LIMIT $11)
+			(SELECT ue.unit_id, ue.seq AS t FROM unit_entities ue
+			 WHERE s.named AND ue.entity_id = s.entity_id ORDER BY ue.seq DESC LIMIT $11)
 			UNION ALL
-			(SELECT ue.unit_id, ue.ctid FROM unit_entities ue
-			 WHERE NOT s.named AND ue.entity_id = s.entity_id LIMIT $13)) f
+			(SELECT ue.unit_id, ue.seq FROM unit_entities ue
+			 WHERE NOT s.named AND ue.entity_id = s.entity_id ORDER BY ue.seq DESC LIMIT $13)) f
 		GROUP BY f.unit_id),
 	starts AS (
 		(SELECT h.id, h.score FROM hop1 h ORDER BY h.score DESC, h.t DESC LIMIT $9 / 2)
