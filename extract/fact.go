@@ -75,10 +75,26 @@ type Fact struct {
 	MessageIndex int `json:"message_index"`
 }
 
+// EmbeddingText is what the fact is embedded as: its context (the turn it
+// answers, the event's label) before its text, so an answer is found by a
+// question about what was asked ("what bottle did you suggest for the
+// dinner?" → "A Syrah would stand up to the lamb", asked about a dinner).
+func (f Fact) EmbeddingText() string {
+	if f.Context == "" {
+		return f.Text
+	}
+	return f.Context + "\n" + f.Text
+}
+
 // Input is one chunk to extract from.
 type Input struct {
 	// Parts are the chunk's message pieces, each with its speaker and time.
 	Parts []chunk.Part
+	// History are the messages of the same conversation just before
+	// Parts, oldest first (a bounded window): when each message arrives
+	// as its own event, the question an answer replies to is there and
+	// not in Parts. Facts are never extracted from History.
+	History []chunk.Part
 	// Context and Tags are copied onto every fact.
 	Context string
 	Tags    []string

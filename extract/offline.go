@@ -97,7 +97,18 @@ func (o *Offline) extract(in Input) []Fact {
 		}
 	}
 	var facts []Fact
-	for _, p := range in.Parts {
+	// prev is the last message before the current part, from History or
+	// the chunk: what a reply answers.
+	var prev *chunk.Part
+	if n := len(in.History); n > 0 {
+		prev = &in.History[n-1]
+	}
+	for pi := range in.Parts {
+		p := in.Parts[pi]
+		replyTo := replyContext(prev, p)
+		if prev == nil || prev.MessageIndex != p.MessageIndex || prev.Name != p.Name {
+			prev = &in.Parts[pi]
+		}
 		if o.skipRoles[p.Role] {
 			continue
 		}
@@ -116,6 +127,9 @@ func (o *Offline) extract(in Input) []Fact {
 			}
 			mk := func(text string, inherit bool) Fact {
 				f := o.fact(text, p, label, &finder, in)
+				if replyTo != "" {
+					f.Context = joinContext(f.Context, replyTo)
+				}
 				if f.OccurredStart == nil && inherit {
 					setOccurred(&f, sentTime())
 				}
@@ -146,6 +160,46 @@ func (o *Offline) extract(in Input) []Fact {
 		}
 	}
 	return facts
+}
+
+// maxReplyContext bounds the quoted turn a reply carries, in runes.
+const maxReplyContext = 300
+
+// replyContext is the context a part's facts carry about the turn they
+// answer: an assistant's (or tool's) part carries the message before it
+// when someone else said it; a user's part carries the message before it
+// only when that was a question to the user ("What's the dog called?" →
+// "Biscuit."). The quote is the speaker and the text, cut at
+// maxReplyContext runes.
+func replyContext(prev *chunk.Part, p chunk.Part) string {
+	if prev == nil || (prev.Name != "" && prev.Name == p.Name) || (prev.Name == "" && prev.Role == p.Role) {
+		return ""
+	}
+	t := strings.TrimSpace(prev.Text)
+	if t == "" {
+		return ""
+	}
+	switch p.Role {
+	case "assistant", "tool":
+	case "user":
+		if !strings.HasSuffix(t, "?") && !strings.HasSuffix(t, "？") {
+			return ""
+		}
+	default:
+		return ""
+	}
+	if r := []rune(t); len(r) > maxReplyContext {
+		t = string(r[len(r)-maxReplyContext:])
+	}
+	return "In reply to " + speakerLabel(*prev) + ": " + t
+}
+
+// joinContext appends the reply context to an event's context label.
+func joinContext(ctx, reply string) string {
+	if ctx == "" {
+		return reply
+	}
+	return ctx + "\n" + reply
 }
 
 func cloneMap(m map[string]string) map[string]string {

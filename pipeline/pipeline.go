@@ -164,6 +164,7 @@ type Pipeline struct {
 	wg       sync.WaitGroup
 	closed   chan struct{}
 	once     sync.Once
+	hist     *history
 }
 
 // New builds and starts the pipeline's lanes.
@@ -179,7 +180,7 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pipeline{
 		cfg: cfg, deps: deps, log: deps.Logger, m: newMetrics(deps.Registerer), splitter: sp,
-		ctx: ctx, cancel: cancel, closed: make(chan struct{}),
+		ctx: ctx, cancel: cancel, closed: make(chan struct{}), hist: newHistory(),
 	}
 	for range cfg.Lanes {
 		in := make(chan Message, cfg.ChannelSize)
@@ -433,12 +434,7 @@ func (p *Pipeline) extractBatch(batch []*item) []*item {
 	if len(batch) == 0 {
 		return nil
 	}
-	var inputs []extract.Input
-	for _, it := range batch {
-		for _, c := range it.chunks {
-			inputs = append(inputs, extract.Input{Parts: c.Parts, Context: it.ev.Context, Tags: it.ev.Tags})
-		}
-	}
+	inputs := p.inputs(batch)
 	var facts [][]extract.Fact
 	err := p.retry("extract", func() error {
 		var err error
@@ -470,7 +466,7 @@ func (p *Pipeline) extractBatch(batch []*item) []*item {
 		k += len(it.chunks)
 		for _, fs := range it.facts {
 			for _, f := range fs {
-				texts = append(texts, f.Text)
+				texts = append(texts, f.EmbeddingText())
 			}
 		}
 	}
