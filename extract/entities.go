@@ -116,7 +116,7 @@ const cnHonorSurnames = cnSurnames + "周马高于何夏任方石田金文"
 const cnNameStop = "说是的在和了也都去来要想把被给跟与告问叫让我你他她们它不没有吗呢吧啊呀哦个这那就还又才很已会到从对，。！？、；：,.!?;: 今昨每"
 
 // cnNameStop2 additionally cannot be the third character of a name.
-const cnNameStop2 = cnNameStop + "天年月日号周上下里外前后时先老总经医教阿叔女小姐同朋家请带做吃买看听找见约陪帮等过着得地回开打住搬喜觉认推建最刚正已可能应该知需发写读学用卖送拿换离结生病领终迷当考养"
+const cnNameStop2 = cnNameStop + "天年月日号周上下里外前后时先老总经医教阿叔女小姐同朋家请带做吃买看听找见约陪帮等过着得地回开打住搬喜觉认推建最刚正已可能应该知需发写读学用卖送拿换离结生病"
 
 // cnNamePrev may stand right before a name: 和张伟, 同事李明, 告诉王芳.
 const cnNamePrev = "和跟与同给叫找见问是让对被把请了带陪约帮诉说友事师哥姐弟妹：:，,、 "
@@ -567,6 +567,6 @@ func hanNickname(s string, i int, r rune, sz int) int {
 	return n
 }
 
-// cnNicknameNext may follow a nickname besides cnNameStop2: the first
-// characters of the verbs and adverbs that commonly follow a subject.
-const cnNicknameNext = "最终领迷当考养刚新也都还又才已经就把被给跟对比今昨明前上下"
+// cnNicknameNext may follow a nickname besides cnNameStop2: adverbs,
+// prepositions and time words that commonly follow a subject.
+const cnNicknameNext = "也都还又才已经就把被给跟对比今昨明前上下"
