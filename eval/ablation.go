@@ -15,9 +15,17 @@ type Variant struct {
 	Arms   []string
 	Fusion string
 	Types  []string
+	// Off switches ranking heuristics off by name (the recall request's
+	// heuristics_off).
+	Off []string
 	// Collapse wraps the recaller in Collapse (a client-side what-if).
 	Collapse bool
 }
+
+// Heuristics are memstream's switchable ranking heuristics (recall's
+// Heuristics); the ablation runs once with each one off, so each has to
+// show what it is worth on the held-out part.
+var Heuristics = []string{"dedupe", "recency"}
 
 // RecallArms are the retrieval arms of memstream's recall, in the order
 // the ablation table lists them.
@@ -38,8 +46,11 @@ func AblationVariants() []Variant {
 		Variant{Name: "all arms, interleave", Fusion: "interleave"},
 		// Without observations: world and experience facts only.
 		Variant{Name: "no observations", Types: []string{"world", "experience"}},
-		Variant{Name: "what-if: identical texts collapsed", Collapse: true},
 	)
+	for _, h := range Heuristics {
+		vs = append(vs, Variant{Name: "heuristic off: " + h, Off: []string{h}})
+	}
+	vs = append(vs, Variant{Name: "all heuristics off", Off: Heuristics})
 	return vs
 }
 

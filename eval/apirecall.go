@@ -32,6 +32,8 @@ type APIRecallerConfig struct {
 	// Types restricts fact types (world, experience, observation); empty
 	// means all.
 	Types []string
+	// Off lists ranking heuristics to switch off (heuristics_off).
+	Off []string
 	// Timeout bounds one recall call. Default 60s.
 	Timeout time.Duration
 }
@@ -100,9 +102,9 @@ func (r *APIRecaller) Close() { r.http.CloseIdleConnections() }
 
 // With returns a recaller for another ablation variant that shares this
 // one's HTTP client and observation cache.
-func (r *APIRecaller) With(arms []string, fusion string, types []string) (*APIRecaller, error) {
+func (r *APIRecaller) With(arms []string, fusion string, types, off []string) (*APIRecaller, error) {
 	cfg := r.cfg
-	cfg.Arms, cfg.Fusion, cfg.Types = arms, fusion, types
+	cfg.Arms, cfg.Fusion, cfg.Types, cfg.Off = arms, fusion, types, off
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -116,6 +118,7 @@ type apiRecallRequest struct {
 	Arms           []string `json:"arms,omitempty"`
 	Fusion         string   `json:"fusion,omitempty"`
 	Types          []string `json:"types,omitempty"`
+	HeuristicsOff  []string `json:"heuristics_off,omitempty"`
 }
 
 type apiRecallResponse struct {
@@ -142,7 +145,7 @@ type apiError struct {
 // Recall asks one question. The latency is the HTTP round trip, which is
 // what an agent on the same host would wait.
 func (r *APIRecaller) Recall(ctx context.Context, bankID, query string, queryTime time.Time) ([]Retrieved, time.Duration, error) {
-	body := apiRecallRequest{Query: query, MaxTokens: r.cfg.MaxTokens, Arms: r.cfg.Arms, Fusion: r.cfg.Fusion, Types: r.cfg.Types}
+	body := apiRecallRequest{Query: query, MaxTokens: r.cfg.MaxTokens, Arms: r.cfg.Arms, Fusion: r.cfg.Fusion, Types: r.cfg.Types, HeuristicsOff: r.cfg.Off}
 	if !queryTime.IsZero() {
 		body.QueryTimestamp = queryTime.UTC().Format(time.RFC3339)
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memstream/memstream/recall"
 )
 
 func TestAPIRecallerRequestAndMapping(t *testing.T) {
@@ -158,6 +160,16 @@ func TestAblationVariantsCoverEveryArm(t *testing.T) {
 	}) {
 		t.Error("no variant without observations")
 	}
+	// Every heuristic recall can switch off has its row, under the name
+	// recall knows it by.
+	if !slices.Equal(Heuristics, recall.Heuristics) {
+		t.Errorf("eval ablates heuristics %v, recall has %v", Heuristics, recall.Heuristics)
+	}
+	for _, h := range recall.Heuristics {
+		if !slices.ContainsFunc(vs, func(v Variant) bool { return slices.Equal(v.Off, []string{h}) }) {
+			t.Errorf("no variant with heuristic %s off", h)
+		}
+	}
 }
 
 type fixedRecaller []Retrieved
@@ -226,7 +238,7 @@ func TestAPIRecallerResolvesObservationSources(t *testing.T) {
 	}
 	// A recaller for another variant shares the cache: the observation is
 	// looked up once however often it is returned.
-	other, err := r.With([]string{"semantic"}, "interleave", nil)
+	other, err := r.With([]string{"semantic"}, "interleave", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +250,7 @@ func TestAPIRecallerResolvesObservationSources(t *testing.T) {
 	if calls["/v1/default/banks/b/observations/obs-1"] != 1 || calls["/v1/default/banks/b/memories/m-1"] != 1 {
 		t.Errorf("lookups %v, want one per observation and fact", calls)
 	}
-	if _, err := r.With(nil, "sum", nil); err == nil {
+	if _, err := r.With(nil, "sum", nil, nil); err == nil {
 		t.Error("With accepted fusion \"sum\"")
 	}
 }

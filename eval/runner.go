@@ -290,8 +290,6 @@ func RunBenchmark(ctx context.Context, cfg BenchmarkConfig) (*Outcome, error) {
 				p.Ablation = append(p.Ablation, Arm{Name: v.Name, Report: reps[p.Part]})
 			}
 		}
-		out.Notes = append(out.Notes,
-			"what-if: the \"identical texts collapsed\" row is not a recall setting; the runner drops results whose text repeats a higher-ranked one before scoring, to measure what collapsing duplicates inside recall would gain.")
 	}
 	if out.Part(PartHeldOut) != nil {
 		out.Notes = append(out.Notes, "The held-out part's misses are deliberately not listed (no misses file, no lost turns): it is never tuned against.")
@@ -356,7 +354,7 @@ func describeRun(arms []string, fusion string) string {
 // pass asks every question once with one recall configuration and scores
 // each part. The recorder holds the results, for the list of misses.
 func pass(ctx context.Context, d *Dataset, cfg BenchmarkConfig, api *APIRecaller, v Variant) (map[string]Report, *Recorder, error) {
-	r, err := api.With(v.Arms, v.Fusion, v.Types)
+	r, err := api.With(v.Arms, v.Fusion, v.Types, v.Off)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -82,7 +82,7 @@ func TestAnswerFoundByTheRequestOverPerMessageEvents(t *testing.T) {
 		t.Errorf("the answer's context %q does not carry the request", ctxText)
 	}
 	emb, _ := embed.NewHash(64)
-	rc, err := recall.New(h.st.Pool(), emb, recall.Config{}, h.log)
+	rc, err := recall.New(recall.Deps{Store: h.st, Embedder: emb, Logger: h.log}, recall.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,17 +117,6 @@ func isCode(s string) bool {
 // keyword runs the full-text arm.
 func (r *Recaller) keyword(ctx context.Context, q *query) ([]Candidate, string, error) {
 	terms := keywordTerms(q.Query)
-	// Words with which facts state a slot the query asks about ("moved",
-	// "settled" for "where do I live"), at a reduced weight.
-	expanded := map[string]bool{}
-	for _, s := range querySlots(q) {
-		for _, t := range s.Terms() {
-			if !slices.Contains(terms, t) && len(terms) < maxKeywordTerms {
-				terms = append(terms, t)
-				expanded[t] = true
-			}
-		}
-	}
 	if len(terms) == 0 {
 		return nil, "no informative terms", nil
 	}
@@ -136,11 +125,6 @@ func (r *Recaller) keyword(ctx context.Context, q *query) ([]Candidate, string, 
 		return nil, "", err
 	}
 	kept, idfs, dfs := pickTerms(stats, r.cfg.MaxDocFreq, r.cfg.MinDocsForDF)
-	for i, t := range kept {
-		if expanded[t] {
-			idfs[i] *= slotTermWeight
-		}
-	}
 	if len(kept) == 0 {
 		return nil, "no query term occurs in the bank", nil
 	}

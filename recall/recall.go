@@ -94,7 +94,25 @@ type Request struct {
 	// SkipRerank leaves out the cross-encoder even when one is configured
 	// (for ablation, or a caller that wants the fused order).
 	SkipRerank bool
+	// Off switches off ranking heuristics by name (Heuristics), so the
+	// ablation can measure what each one is worth.
+	Off []string
 }
+
+// Ranking heuristics applied on top of the arms and fusion, each of which
+// a request can switch off (Request.Off). Each stays only while the
+// held-out ablation shows it helps (docs/EVALUATION.md); attribute slots,
+// fresh-first, the proof-count boost and the trend factor were removed
+// that way.
+const (
+	// HeuristicDedupe collapses results with the same text (dedupe.go).
+	HeuristicDedupe = "dedupe"
+	// HeuristicRecency multiplies by the recency factor.
+	HeuristicRecency = "recency"
+)
+
+// Heuristics lists every switchable heuristic, in ablation order.
+var Heuristics = []string{HeuristicDedupe, HeuristicRecency}
 
 // Scores explains a result's rank.
 type Scores struct {
@@ -319,6 +337,7 @@ type query struct {
 	ef       int // hnsw.ef_search
 	windows  []timeparse.Span
 	armSet   map[string]bool
+	off      map[string]bool
 	tagsMode string
 
 	// semDone is closed when the semantic arm has finished (nil when the
@@ -396,7 +415,13 @@ func (r *Recaller) prepare(req Request) (*query, error) {
 			return nil, &RequestError{Field: "types", Message: fmt.Sprintf("%q is not world, experience or observation", t)}
 		}
 	}
-	q := &query{Request: req, pool: b.Candidates, ef: b.EfSearch, armSet: map[string]bool{}, embedDone: make(chan struct{})}
+	q := &query{Request: req, pool: b.Candidates, ef: b.EfSearch, armSet: map[string]bool{}, off: map[string]bool{}, embedDone: make(chan struct{})}
+	for _, h := range req.Off {
+		if !slices.Contains(Heuristics, h) {
+			return nil, &RequestError{Field: "heuristics_off", Message: fmt.Sprintf("%q is not one of %v", h, Heuristics)}
+		}
+		q.off[h] = true
+	}
 	if len(req.Arms) == 0 {
 		req.Arms = allArms
 	}
@@ -550,8 +575,9 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 		t1 := time.Now()
 		hydrateDur = t1.Sub(t0)
 		scoreResults(hs, fs, q, r.cfg)
-		preferSlotValues(hs, q)
-		hs, collapsed = collapseDuplicates(hs)
+		if !q.off[HeuristicDedupe] {
+			hs, collapsed = collapseDuplicates(hs)
+		}
 		if r.rr != nil && !q.SkipRerank {
 			rerankNote = r.rerank(ctx, q.Query, hs)
 		}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,29 +19,11 @@ const (
 	// lose at most 20%, because an agent's long-term memory is asked about
 	// the past on purpose.
 	recencyFloor = 0.8
-	// proofWeight scales ln(proof_count): an observation backed by 10
-	// facts gains 23% over one backed by a single fact.
-	proofWeight = 0.1
 )
-
-// trendFactor rewards observations whose evidence keeps coming and lowers
-// those that went quiet. Facts have no trend (factor 1).
-func trendFactor(trend string) float64 {
-	switch strings.ToUpper(trend) {
-	case "STRENGTHENING":
-		return 1.1
-	case "WEAKENING":
-		return 0.95
-	case "STALE":
-		return 0.9
-	default:
-		return 1
-	}
-}
 
 // scoreResults sets each result's Scores and sorts best first:
 //
-//	final = (0.7·fused + 0.3·similarity) · recency · (1 + 0.1·ln proof_count) · trend
+//	final = (0.7·fused + 0.3·similarity) · recency
 //
 // fused is the RRF (or interleave) value scaled to 1 for the best
 // candidate; similarity is the cosine to the query as Config.Scale's
@@ -64,9 +45,9 @@ func scoreResults(hs []hydrated, fs []fused, q *query, cfg Config) {
 			h.Scores.Keyword, h.Scores.Graph, h.Scores.Temporal = f.Keyword, f.Graph, f.Temporal
 		}
 		final := weightFused*rel + weightSemantic*sim
-		final *= recency(h.factTime(), q, cfg.RecencyHalfLife)
-		final *= 1 + proofWeight*math.Log(float64(max(h.ProofCount, 1)))
-		final *= trendFactor(h.Trend)
+		if !q.off[HeuristicRecency] {
+			final *= recency(h.factTime(), q, cfg.RecencyHalfLife)
+		}
 		h.Scores.Final = final
 	}
 	slices.SortStableFunc(hs, func(a, b hydrated) int {

@@ -259,6 +259,11 @@ func (s *Server) retain(w http.ResponseWriter, r *http.Request) error {
 		if events[i].Timestamp == "" {
 			events[i].Timestamp = time.Now().UTC().Format(time.RFC3339Nano)
 		}
+		// A transcript ("Name (role): text" lines) is a conversation, not
+		// one long user message.
+		if ms, ok := event.ParseTranscript(it.Content); ok {
+			events[i].Messages, events[i].Content = ms, ""
+		}
 	}
 	if err := s.d.Publisher.Publish(r.Context(), events); err != nil {
 		return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "could not publish to Kafka: " + err.Error()}
@@ -315,6 +320,9 @@ type recallBody struct {
 	Rerank *bool `json:"rerank"`
 	// Diversity in [0, 1) turns on MMR diversification.
 	Diversity float64 `json:"diversity"`
+	// HeuristicsOff switches off named ranking heuristics
+	// (recall.Heuristics), for ablations.
+	HeuristicsOff []string `json:"heuristics_off"`
 }
 
 func (s *Server) recall(w http.ResponseWriter, r *http.Request) error {
@@ -344,8 +352,10 @@ var validArms = map[string]bool{"semantic": true, "keyword": true, "graph": true
 
 func recallRequest(bank string, b recallBody) (recall.Request, error) {
 	req := recall.Request{BankID: bank, Query: strings.TrimSpace(b.Query), Types: b.Types, Budget: b.Budget,
-		MaxTokens: 4096, Tags: b.Tags, TagsMatch: b.TagsMatch, Fusion: b.Fusion, Arms: b.Arms, Trace: b.Trace, QueryTime: time.Now().UTC(),
-		SkipRerank: b.Rerank != nil && !*b.Rerank, Diversity: b.Diversity}
+		MaxTokens: 4096, Tags: b.Tags, TagsMatch: b.TagsMatch, Fusion: b.Fusion, Arms: b.Arms, Trace: b.Trace,
+		SkipRerank: b.Rerank != nil && !*b.Rerank, Diversity: b.Diversity, Off: b.HeuristicsOff}
+	// Without query_timestamp the query time stays zero: recall answers as
+	// of the bank's event clock (its latest event), not the wall clock.
 	if b.Diversity < 0 || b.Diversity >= 1 {
 		return req, badRequest("diversity", "diversity must be in [0, 1)")
 	}
@@ -378,6 +388,11 @@ func recallRequest(bank string, b recallBody) (recall.Request, error) {
 	for _, a := range b.Arms {
 		if !validArms[a] {
 			return req, badRequest("arms", fmt.Sprintf("arms: unknown arm %q (semantic, keyword, graph, temporal)", a))
+		}
+	}
+	for _, h := range b.HeuristicsOff {
+		if !slices.Contains(recall.Heuristics, h) {
+			return req, badRequest("heuristics_off", fmt.Sprintf("heuristics_off: unknown heuristic %q (%s)", h, strings.Join(recall.Heuristics, ", ")))
 		}
 	}
 	if b.QueryTimestamp != "" {
