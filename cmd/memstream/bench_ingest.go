@@ -112,3 +112,27 @@ func benchConsolidate(ctx context.Context, args []string, stdout, stderr io.Writ
 	deps := bench.IngestDeps{NewEmbedder: func() (embed.Embedder, error) { return newEmbedder(config.Default()) }, BasePolicy: basePolicy(config.Default())}
 	return bench.RunConsolidate(ctx, deps, c, stdout, stderr)
 }
+
+// benchFakeOpenAI serves the side-by-side benchmark's fake
+// OpenAI-compatible API until interrupted, printing its base URL.
+func benchFakeOpenAI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench fake-openai", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	dim := fs.Int("dim", 384, "embedding dimensions")
+	latency := fs.Duration("latency", 0, "delay before every answer")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: memstream bench fake-openai [--addr A] [--dim N] [--latency D]\n\n"+
+			"Serves /v1/embeddings (hash embeddings), /v1/chat/completions (memstream's extraction prompt: one fact per\n"+
+			"sentence) and /v1/models until interrupted; prints the base URL (…/v1) on stdout. Flags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	f, err := bench.NewFakeOpenAI(*dim, *latency)
+	if err != nil {
+		return err
+	}
+	return bench.ServeFake(ctx, *addr, f, stdout)
+}

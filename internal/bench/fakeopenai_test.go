@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net/http/httptest"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// The fake answers the published OpenAI client: embeddings of the asked
+// dimension, the same vector for the same text, unit length; extraction
+// with one fact per sentence; anything else a clear 400.
+func TestFakeOpenAIServesTheClient(t *testing.T) {
+	t.Parallel()
+	f, err := NewFakeOpenAI(64, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	cfg := openai.DefaultConfig("k")
+	cfg.BaseURL = srv.URL + "/v1"
+	c := openai.NewClientWithConfig(cfg)
+	ctx := context.Background()
+
+	er, err := c.CreateEmbeddings(ctx, openai.EmbeddingRequestStrings{Input: []string{"Alice keeps bees", "Bob fixes bikes", "Alice keeps bees"},
+		Model: "text-embedding-3-small"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(er.Data) != 3 || len(er.Data[0].Embedding) != 64 {
+		t.Fatalf("embeddings: %d vectors of %d", len(er.Data), len(er.Data[0].Embedding))
+	}
+	var norm float64
+	for i, x := range er.Data[0].Embedding {
+		norm += float64(x * x)
+		if x != er.Data[2].Embedding[i] {
+			t.Fatal("the same text gave two vectors")
+		}
+	}
+	if math.Abs(norm-1) > 1e-3 {
+		t.Errorf("norm² = %v", norm)
+	}
+
+	in, _ := json.Marshal(map[string]any{"chunks": []any{map[string]any{"chunk_index": 0, "messages": []any{
+		map[string]any{"message_index": 0, "timestamp": "2026-11-29T10:00:00Z", "text": "I moved to Lisbon. My sister visits in June! 我昨天开始学游泳。"}}}}})
+	cr, err := c.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "m", Messages: []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleSystem, Content: "extract"}, {Role: openai.ChatMessageRoleUser, Content: string(in)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Chunks []struct {
+			Facts []struct{ Text string } `json:"facts"`
+		} `json:"chunks"`
+	}
+	if err := json.Unmarshal([]byte(cr.Choices[0].Message.Content), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Chunks) != 1 || len(out.Chunks[0].Facts) != 3 || out.Chunks[0].Facts[1].Text != "My sister visits in June!" {
+		t.Fatalf("facts = %+v", out.Chunks)
+	}
+	if _, err := c.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "m", Messages: []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleUser, Content: "hello"}}}); err == nil {
+		t.Error("an unknown prompt was answered")
+	}
+	if f.EmbedCalls.Load() != 1 || f.ChatCalls.Load() != 1 {
+		t.Errorf("calls: %d embeddings, %d chat", f.EmbedCalls.Load(), f.ChatCalls.Load())
+	}
+}
