@@ -6,7 +6,7 @@ import (
 	"io"
 )
 
-const benchUsage = `Usage: memstream bench ingest|consolidate|recall|defense|reflect|fake-openai [flags]
+const benchUsage = `Usage: memstream bench ingest|consolidate|recall|defense|reflect|compare|fake-openai [flags]
 
 Each benchmark prints one JSON line. Speeds come with the ratio to a
 baseline measured in the same run on the same data (SPEC §7).`
@@ -27,6 +27,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return benchReflect(ctx, args[1:], stdout, stderr)
 	case "consolidate":
 		return benchConsolidate(ctx, args[1:], stdout, stderr)
+	case "compare":
+		return benchCompare(ctx, args[1:], stdout, stderr)
 	case "fake-openai":
 		return benchFakeOpenAI(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":

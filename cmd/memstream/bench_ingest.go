@@ -5,12 +5,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/memstream/memstream/config"
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/internal/bench"
+	"github.com/memstream/memstream/pgserver"
 )
 
 const benchIngestUsage = `Usage: memstream bench ingest [flags]
@@ -135,4 +138,38 @@ func benchFakeOpenAI(ctx context.Context, args []string, stdout, stderr io.Write
 		return err
 	}
 	return bench.ServeFake(ctx, *addr, f, stdout)
+}
+
+// benchCompare runs memstream and Hindsight side by side
+// (scripts/bench-hindsight.sh installs Hindsight and calls it).
+func benchCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c bench.CompareConfig
+	self, _ := os.Executable()
+	fs.StringVar(&c.MemstreamBin, "memstream-bin", self, "memstream binary to serve with")
+	fs.StringVar(&c.HindsightBin, "hindsight-bin", "", "hindsight-api of a virtualenv with hindsight-api-slim==1.1.0 (required)")
+	fs.IntVar(&c.Events, "events", 500, "events retained per system and round")
+	fs.IntVar(&c.Banks, "banks", 8, "banks the events spread over")
+	fs.IntVar(&c.Queries, "queries", 200, "recall queries per system and round")
+	fs.IntVar(&c.Rounds, "rounds", 2, "interleaved rounds (the order alternates)")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the synthetic events")
+	fs.IntVar(&c.Dim, "dim", 384, "embedding dimensions of the shared fake embedder")
+	fs.StringVar(&c.WorkDir, "work-dir", "", "directory for both systems' data (default: a new temporary one, removed afterwards)")
+	fs.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "bound on each wait (queryable, consolidated)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if c.HindsightBin == "" {
+		return fmt.Errorf("bench compare: --hindsight-bin is required (scripts/bench-hindsight.sh installs it)")
+	}
+	if c.WorkDir == "" {
+		dir, err := pgserver.TempDir("memstream-bench-compare-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		c.WorkDir = dir
+	}
+	return bench.RunCompare(ctx, c, stdout, stderr)
 }

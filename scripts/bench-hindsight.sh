@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# bench-hindsight.sh runs memstream and Hindsight side by side on this
+# machine (docs/BENCHMARKS.md, "compare"): it installs hindsight-api-slim
+# 1.1.0 from PyPI into a virtualenv under .cache/bench-hindsight (gitignored),
+# makes sure PostgreSQL and pgvector are installed (scripts/install-deps.sh),
+# builds memstream, and runs `memstream bench compare`, which starts a
+# PostgreSQL server of its own for each system on free ports, one fake
+# OpenAI-compatible embeddings server both use, and both systems, then
+# feeds them the same events through the same REST route in interleaved
+# rounds. Extra arguments go to `memstream bench compare` (--events,
+# --banks, --queries, --rounds, --timeout).
+#
+# Not part of `make test`: it takes minutes and downloads Hindsight.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="$ROOT/.cache/bench-hindsight"
+log() { printf 'bench-hindsight: %s\n' "$*" >&2; }
+
+"$ROOT/scripts/install-deps.sh" >&2
+mkdir -p "$CACHE"
+if [ ! -x "$CACHE/venv/bin/hindsight-api" ]; then
+	log "installing hindsight-api-slim==1.1.0 into $CACHE/venv"
+	python3 -m venv "$CACHE/venv"
+	"$CACHE/venv/bin/pip" install --quiet "hindsight-api-slim==1.1.0"
+fi
+log "building memstream"
+(cd "$ROOT" && go build -o "$CACHE/memstream" ./cmd/memstream)
+log "uptime: $(uptime)"
+"$CACHE/memstream" bench compare --hindsight-bin "$CACHE/venv/bin/hindsight-api" "$@"
+log "uptime: $(uptime)"
