@@ -34,8 +34,12 @@ func TestEmbeddedBrokerKeepsEventsAcrossRestart(t *testing.T) {
 		{BankID: "alice", DocumentID: "d1", Content: "I moved last week"},
 		{BankID: "bob", Content: "no document"},
 	}
-	if err := pub.Publish(ctx, events); err != nil {
+	pos, err := pub.Publish(ctx, events)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(pos) != len(events) || pos[0].Topic != "ev" || pos[1].Offset <= pos[0].Offset && pos[1].Partition == pos[0].Partition {
+		t.Fatalf("positions %+v: want one per event, on topic ev, increasing within a partition", pos)
 	}
 	prod.Close()
 	e.Close()

@@ -28,13 +28,14 @@ func RecordKey(bankID, documentID string) []byte {
 	return []byte(bankID + "/" + documentID)
 }
 
-// Publish produces the events and returns once Kafka acknowledged all.
-func (p *Publisher) Publish(ctx context.Context, events []event.Event) error {
+// Publish produces the events and returns once Kafka acknowledged all,
+// with the position each landed at.
+func (p *Publisher) Publish(ctx context.Context, events []event.Event) ([]event.Position, error) {
 	recs := make([]*kgo.Record, len(events))
 	for i, ev := range events {
 		v, err := json.Marshal(ev)
 		if err != nil {
-			return fmt.Errorf("encode event %d: %w", i, err)
+			return nil, fmt.Errorf("encode event %d: %w", i, err)
 		}
 		doc := ev.DocumentID
 		if doc == "" {
@@ -43,7 +44,11 @@ func (p *Publisher) Publish(ctx context.Context, events []event.Event) error {
 		recs[i] = &kgo.Record{Topic: p.topic, Key: RecordKey(ev.BankID, doc), Value: v}
 	}
 	if err := p.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return fmt.Errorf("produce to %s: %w", p.topic, err)
+		return nil, fmt.Errorf("produce to %s: %w", p.topic, err)
 	}
-	return nil
+	pos := make([]event.Position, len(recs))
+	for i, r := range recs {
+		pos[i] = event.Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+	}
+	return pos, nil
 }

@@ -23,6 +23,10 @@ type Error struct {
 	Class string
 	Stage string
 	Msg   string
+	// Field is the JSON path of the offending field inside the event
+	// ("content", "tags[2]", "messages[0].role"), when there is one. The
+	// HTTP retain path reports it as the 400's field.
+	Field string
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s at %s: %s", e.Class, e.Stage, e.Msg) }
@@ -30,4 +34,11 @@ func (e *Error) Error() string { return fmt.Sprintf("%s at %s: %s", e.Class, e.S
 // Errorf builds an *Error whose message is formatted as fmt.Sprintf does.
 func Errorf(class, stage, format string, args ...any) *Error {
 	return &Error{Class: class, Stage: stage, Msg: fmt.Sprintf(format, args...)}
+}
+
+// fieldErrorf is Errorf for a rule about one field of the event.
+func fieldErrorf(field, class, format string, args ...any) *Error {
+	e := Errorf(class, stage, format, args...)
+	e.Field = field
+	return e
 }

@@ -3,8 +3,10 @@ package event
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -36,6 +38,20 @@ type Message struct {
 // DefaultMaxBytes is the default of kafka.max_event_bytes: the largest
 // record value accepted as one event.
 const DefaultMaxBytes = 1 << 20
+
+// Limits every event is held to, on Kafka and over HTTP alike: the pipeline
+// dead-letters an event past them, and retain refuses it with a 400.
+const (
+	// MaxIDBytes bounds event_id and document_id (conversation_id).
+	MaxIDBytes = 512
+	// MaxTags bounds the tags of one event; MaxTagBytes one tag.
+	MaxTags     = 100
+	MaxTagBytes = 200
+	// MaxMetadataKeys bounds the metadata of one event; MaxMetadataKeyBytes
+	// one key.
+	MaxMetadataKeys     = 100
+	MaxMetadataKeyBytes = 200
+)
 
 // BankIDPattern is the rule bank ids must follow. It keeps ids safe in
 // URLs, record keys and log lines.
@@ -69,26 +85,95 @@ type DecodedMessage struct {
 // timestamps. The error, if any, is an *Error naming the class.
 func (ev *Event) Validate() error {
 	if ev.BankID == "" {
-		return Errorf(ClassSchema, stage, "bank_id is required")
+		return fieldErrorf("bank_id", ClassSchema, "bank_id is required")
 	}
 	if !BankIDPattern.MatchString(ev.BankID) {
-		return Errorf(ClassInvalidBankID, stage, "bank_id %q must match %s", truncate(ev.BankID, 64), BankIDPattern)
+		return fieldErrorf("bank_id", ClassInvalidBankID, "bank_id %q must match %s", truncate(ev.BankID, 64), BankIDPattern)
 	}
 	if (len(ev.Messages) > 0) == (ev.Content != "") {
-		return Errorf(ClassSchema, stage, "the event must have exactly one of messages and content")
+		return fieldErrorf("content", ClassSchema, "the event must have exactly one of messages and content")
 	}
-	if ev.Timestamp != "" {
-		if _, err := time.Parse(time.RFC3339Nano, ev.Timestamp); err != nil {
-			return Errorf(ClassSchema, stage, "timestamp %q is not RFC 3339", truncate(ev.Timestamp, 40))
+	if err := validTimestamp("timestamp", ev.Timestamp); err != nil {
+		return err
+	}
+	for _, id := range [][2]string{{"event_id", ev.EventID}, {"document_id", ev.DocumentID}, {"conversation_id", ev.ConversationID}} {
+		if len(id[1]) > MaxIDBytes {
+			return fieldErrorf(id[0], ClassSchema, "%s is %d bytes, at most %d", id[0], len(id[1]), MaxIDBytes)
+		}
+	}
+	if len(ev.Tags) > MaxTags {
+		return fieldErrorf("tags", ClassSchema, "tags has %d entries, at most %d", len(ev.Tags), MaxTags)
+	}
+	for i, t := range ev.Tags {
+		if t == "" || len(t) > MaxTagBytes {
+			return fieldErrorf(fmt.Sprintf("tags[%d]", i), ClassSchema, "tags[%d] must be 1 to %d bytes", i, MaxTagBytes)
+		}
+	}
+	if len(ev.Metadata) > MaxMetadataKeys {
+		return fieldErrorf("metadata", ClassSchema, "metadata has %d keys, at most %d", len(ev.Metadata), MaxMetadataKeys)
+	}
+	for k := range ev.Metadata {
+		if k == "" || len(k) > MaxMetadataKeyBytes {
+			return fieldErrorf("metadata", ClassSchema, "metadata keys must be 1 to %d bytes", MaxMetadataKeyBytes)
 		}
 	}
 	for i, m := range ev.Messages {
 		if !validRoles[m.Role] {
-			return Errorf(ClassSchema, stage, "messages[%d].role %q must be user, assistant, system or tool", i, truncate(m.Role, 20))
+			return fieldErrorf(fmt.Sprintf("messages[%d].role", i), ClassSchema, "messages[%d].role %q must be user, assistant, system or tool", i, truncate(m.Role, 20))
 		}
-		if m.Timestamp != "" {
-			if _, err := time.Parse(time.RFC3339Nano, m.Timestamp); err != nil {
-				return Errorf(ClassSchema, stage, "messages[%d].timestamp %q is not RFC 3339", i, truncate(m.Timestamp, 40))
+		if err := validTimestamp(fmt.Sprintf("messages[%d].timestamp", i), m.Timestamp); err != nil {
+			return err
+		}
+	}
+	return ev.checkText()
+}
+
+func validTimestamp(field, ts string) error {
+	if ts == "" {
+		return nil
+	}
+	if _, err := time.Parse(time.RFC3339Nano, ts); err != nil {
+		return fieldErrorf(field, ClassSchema, "%s %q is not RFC 3339", field, truncate(ts, 40))
+	}
+	return nil
+}
+
+// checkText refuses NUL characters and invalid UTF-8 in any text of the
+// event. PostgreSQL text cannot hold a NUL, so such an event would fail
+// only at persist, after its batch had been extracted.
+func (ev *Event) checkText() error {
+	bad := func(field, s string) error {
+		if strings.IndexByte(s, 0) >= 0 {
+			return fieldErrorf(field, ClassSchema, "%s contains a NUL character", field)
+		}
+		if !utf8.ValidString(s) {
+			return fieldErrorf(field, ClassInvalidUTF8, "%s is not valid UTF-8", field)
+		}
+		return nil
+	}
+	for _, f := range [][2]string{{"bank_id", ev.BankID}, {"event_id", ev.EventID}, {"document_id", ev.DocumentID},
+		{"conversation_id", ev.ConversationID}, {"content", ev.Content}, {"context", ev.Context}} {
+		if err := bad(f[0], f[1]); err != nil {
+			return err
+		}
+	}
+	for i, t := range ev.Tags {
+		if err := bad(fmt.Sprintf("tags[%d]", i), t); err != nil {
+			return err
+		}
+	}
+	for k, v := range ev.Metadata {
+		if err := bad("metadata", k); err != nil {
+			return err
+		}
+		if err := bad("metadata."+k, v); err != nil {
+			return err
+		}
+	}
+	for i, m := range ev.Messages {
+		for _, f := range [][2]string{{"name", m.Name}, {"content", m.Content}} {
+			if err := bad(fmt.Sprintf("messages[%d].%s", i, f[0]), f[1]); err != nil {
+				return err
 			}
 		}
 	}
@@ -162,4 +247,12 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// Position is where a produced event landed on Kafka: the key of its dead
+// letter (memstream.source.topic, .partition, .offset) if it is refused.
+type Position struct {
+	Topic     string
+	Partition int32
+	Offset    int64
 }

@@ -121,3 +121,45 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// The limits and text rules hold on Kafka exactly as over HTTP: Validate
+// names the field, so retain can answer a 400 with it and the pipeline
+// dead-letters the same event with the same class.
+func TestValidateLimitsAndText(t *testing.T) {
+	t.Parallel()
+	many := make([]string, event.MaxTags+1)
+	for i := range many {
+		many[i] = "t"
+	}
+	for _, c := range []struct {
+		name  string
+		ev    event.Event
+		class string
+		field string
+	}{
+		{"long document id", event.Event{BankID: "a", Content: "x", DocumentID: strings.Repeat("d", event.MaxIDBytes+1)}, event.ClassSchema, "document_id"},
+		{"long event id", event.Event{BankID: "a", Content: "x", EventID: strings.Repeat("e", event.MaxIDBytes+1)}, event.ClassSchema, "event_id"},
+		{"too many tags", event.Event{BankID: "a", Content: "x", Tags: many}, event.ClassSchema, "tags"},
+		{"empty tag", event.Event{BankID: "a", Content: "x", Tags: []string{"ok", ""}}, event.ClassSchema, "tags[1]"},
+		{"long tag", event.Event{BankID: "a", Content: "x", Tags: []string{strings.Repeat("t", event.MaxTagBytes+1)}}, event.ClassSchema, "tags[0]"},
+		{"NUL in content", event.Event{BankID: "a", Content: "x\x00y"}, event.ClassSchema, "content"},
+		{"NUL in tag", event.Event{BankID: "a", Content: "x", Tags: []string{"a\x00"}}, event.ClassSchema, "tags[0]"},
+		{"NUL in metadata value", event.Event{BankID: "a", Content: "x", Metadata: map[string]string{"k": "\x00"}}, event.ClassSchema, "metadata.k"},
+		{"NUL in message", event.Event{BankID: "a", Messages: []event.Message{{Role: "user", Content: "\x00"}}}, event.ClassSchema, "messages[0].content"},
+		{"invalid UTF-8 in context", event.Event{BankID: "a", Content: "x", Context: "\xff"}, event.ClassInvalidUTF8, "context"},
+		{"bad role", event.Event{BankID: "a", Messages: []event.Message{{Role: "bot", Content: "x"}}}, event.ClassSchema, "messages[0].role"},
+	} {
+		err := c.ev.Validate()
+		var e *event.Error
+		if !errors.As(err, &e) || e.Class != c.class || e.Field != c.field {
+			t.Errorf("%s: Validate = %+v, want class %s field %s", c.name, err, c.class, c.field)
+		}
+	}
+	// A NUL on the wire is the JSON escape \u0000: Decode dead-letters it
+	// at decode, before its batch is extracted.
+	_, err := event.Decode(record(`{"bank_id":"a","content":"x\u0000"}`), 4096)
+	var e *event.Error
+	if !errors.As(err, &e) || e.Class != event.ClassSchema || e.Field != "content" {
+		t.Fatalf("Decode with a NUL = %v, want a schema_violation on content", err)
+	}
+}
