@@ -46,6 +46,13 @@ const (
 			COALESCE((SELECT sum(length(c.text)) FROM chunks c WHERE c.bank_id = d.bank_id AND c.document_id = d.id), 0),
 			d.created_at, d.updated_at, count(*) OVER ()
 		FROM documents d WHERE d.bank_id = $1
+		  AND ($4 = '' OR strpos(lower(d.id), lower($4)) > 0)
+		  AND (cardinality($5::text[]) = 0 OR CASE $6
+				WHEN 'all' THEN d.tags @> $5 OR d.tags = '{}'
+				WHEN 'any_strict' THEN d.tags && $5
+				WHEN 'all_strict' THEN d.tags @> $5
+				WHEN 'exact' THEN d.tags @> $5 AND d.tags <@ $5
+				ELSE d.tags && $5 OR d.tags = '{}' END)
 		ORDER BY d.updated_at DESC, d.id
 		LIMIT $2 OFFSET $3`
 	qDocumentLock  = `SELECT 1 FROM documents WHERE bank_id = $1 AND id = $2 FOR UPDATE`
@@ -96,8 +103,14 @@ const (
 
 // ListDocuments returns one page of a bank's documents, most recently
 // updated first, with the total.
-func (s *Store) ListDocuments(ctx context.Context, bankID string, limit, offset int) ([]Document, int, error) {
-	rows, err := s.pool.Query(ctx, qDocumentList, bankID, limit, offset)
+//
+// q keeps documents whose id contains it; tags with tagsMatch filter by
+// the documents' tags.
+func (s *Store) ListDocuments(ctx context.Context, bankID, q string, tags []string, tagsMatch string, limit, offset int) ([]Document, int, error) {
+	if tags == nil {
+		tags = []string{}
+	}
+	rows, err := s.pool.Query(ctx, qDocumentList, bankID, limit, offset, q, tags, tagsMatch)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list documents bank %s: %w", bankID, err)
 	}

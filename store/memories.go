@@ -50,14 +50,25 @@ type MemoryFilter struct {
 	Q string
 	// State is valid (the default), invalidated or all.
 	State string
-	// Tags keeps memories carrying at least one of them.
-	Tags []string
-	// Entity keeps memories that mention this entity.
+	// DocumentID keeps the memories of one document.
+	DocumentID string
+	// Entity keeps the memories that mention this entity.
 	Entity *uuid.UUID
+	// Tags, with TagsMatch (any, all, any_strict, all_strict, exact;
+	// empty: memories carrying at least one of them), filters by tags.
+	Tags      []string
+	TagsMatch string
+	// TimeField (created_at, updated_at, mentioned_at, occurred_start,
+	// occurred_end) orders the list and, with Start and End, bounds it to
+	// [Start, End); memories without a value on it are left out.
+	TimeField  string
+	Start, End *time.Time
 	// From and To bound mentioned_at: From <= mentioned_at < To.
 	From, To *time.Time
-	Limit    int
-	Offset   int
+	// Consolidation is pending or done (facts only).
+	Consolidation string
+	Limit         int
+	Offset        int
 }
 
 // memoryCols is shared by every memory query so that scanMemory fits all.
@@ -70,26 +81,41 @@ const memoryCols = `m.id, m.bank_id, m.fact_type, m.text, m.context, m.occurred_
 		FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id WHERE ue.unit_id = m.id), '[]'::jsonb),
 	m.created_at, m.updated_at`
 
-// memoryFilterTail holds the console's filters ($5 tags, $6 entity, $7
-// from, $8 to); each is off when its parameter is empty or NULL.
-const memoryFilterTail = `
-		  AND (cardinality($5::text[]) = 0 OR m.tags && $5::text[])
-		  AND ($6::uuid IS NULL OR EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.unit_id = m.id AND ue.entity_id = $6::uuid))
-		  AND ($7::timestamptz IS NULL OR m.mentioned_at >= $7::timestamptz)
-		  AND ($8::timestamptz IS NULL OR m.mentioned_at < $8::timestamptz)`
+// memoryWhere is the filter of MemoryFilter, shared by the list and its
+// count. The time field is picked by CASE over a fixed set of columns, so
+// no SQL is built from input.
+const memoryWhere = `m.bank_id = $1
+		  AND ($2 = '' OR m.fact_type = $2)
+		  AND ($3 = '' OR strpos(lower(m.text), lower($3)) > 0 OR strpos(lower(m.context), lower($3)) > 0)
+		  AND ($4 = 'all' OR m.state = $4)
+		  AND ($5 = '' OR m.document_id = $5)
+		  AND ($6::uuid IS NULL OR EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.unit_id = m.id AND ue.entity_id = $6))
+		  AND (cardinality($7::text[]) = 0 OR CASE $8
+				WHEN 'any' THEN m.tags && $7 OR m.tags = '{}'
+				WHEN 'all' THEN m.tags @> $7 OR m.tags = '{}'
+				WHEN 'any_strict' THEN m.tags && $7
+				WHEN 'all_strict' THEN m.tags @> $7
+				WHEN 'exact' THEN m.tags @> $7 AND m.tags <@ $7
+				ELSE m.tags && $7 END)
+		  AND ($8 <> 'exact' OR cardinality($7::text[]) > 0 OR m.tags = '{}')
+		  AND ($9 = '' OR (` + memoryTime + `) IS NOT NULL)
+		  AND ($10::timestamptz IS NULL OR (` + memoryTime + `) >= $10)
+		  AND ($11::timestamptz IS NULL OR (` + memoryTime + `) < $11)
+		  AND ($12 = '' OR ($12 = 'pending' AND m.consolidated_at IS NULL AND m.fact_type <> 'observation')
+				OR ($12 = 'done' AND m.consolidated_at IS NOT NULL))
+		  AND ($13::timestamptz IS NULL OR m.mentioned_at >= $13::timestamptz)
+		  AND ($14::timestamptz IS NULL OR m.mentioned_at < $14::timestamptz)`
+
+const memoryTime = `CASE $9 WHEN 'created_at' THEN m.created_at WHEN 'updated_at' THEN m.updated_at
+		WHEN 'occurred_start' THEN m.occurred_start WHEN 'occurred_end' THEN m.occurred_end ELSE m.mentioned_at END`
 
 const (
 	qMemoryList = `SELECT ` + memoryCols + `, count(*) OVER ()
 		FROM memory_units m
-		WHERE m.bank_id = $1
-		  AND ($2 = '' OR m.fact_type = $2)
-		  AND ($3 = '' OR strpos(lower(m.text), lower($3)) > 0)
-		  AND ($4 = 'all' OR m.state = $4)` + memoryFilterTail + `
-		ORDER BY m.mentioned_at DESC, m.id
-		LIMIT $9 OFFSET $10`
-	qMemoryCount = `SELECT count(*) FROM memory_units m WHERE m.bank_id = $1
-		AND ($2 = '' OR m.fact_type = $2) AND ($3 = '' OR strpos(lower(m.text), lower($3)) > 0)
-		AND ($4 = 'all' OR m.state = $4)` + memoryFilterTail
+		WHERE ` + memoryWhere + `
+		ORDER BY (` + memoryTime + `) DESC NULLS LAST, m.id
+		LIMIT $15 OFFSET $16`
+	qMemoryCount      = `SELECT count(*) FROM memory_units m WHERE ` + memoryWhere
 	qMemoryGet        = `SELECT ` + memoryCols + ` FROM memory_units m WHERE m.bank_id = $1 AND m.id = $2`
 	qMemoryInvalidate = `UPDATE memory_units SET state = 'invalidated', invalid_reason = $3, updated_at = now()
 		WHERE bank_id = $1 AND id = $2
@@ -122,16 +148,21 @@ func scanMemory(r scanner, extra ...any) (Memory, error) {
 	return m, nil
 }
 
+func (f MemoryFilter) args(bankID string) []any {
+	tags := f.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	return []any{bankID, f.Type, f.Q, f.State, f.DocumentID, f.Entity, tags, f.TagsMatch, f.TimeField, f.Start, f.End, f.Consolidation, f.From, f.To}
+}
+
 // ListMemories returns one page of a bank's memories, newest mention
 // first, and the total number that match the filter.
 func (s *Store) ListMemories(ctx context.Context, bankID string, f MemoryFilter) ([]Memory, int, error) {
 	if f.State == "" {
 		f.State = "valid"
 	}
-	if f.Tags == nil {
-		f.Tags = []string{}
-	}
-	rows, err := s.pool.Query(ctx, qMemoryList, bankID, f.Type, f.Q, f.State, f.Tags, f.Entity, f.From, f.To, f.Limit, f.Offset)
+	rows, err := s.pool.Query(ctx, qMemoryList, append(f.args(bankID), f.Limit, f.Offset)...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list memories bank %s: %w", bankID, err)
 	}
@@ -163,10 +194,7 @@ func (s *Store) ListMemories(ctx context.Context, bankID string, f MemoryFilter)
 
 func (s *Store) countMemories(ctx context.Context, bankID string, f MemoryFilter) (int, error) {
 	var n int64
-	if f.Tags == nil {
-		f.Tags = []string{}
-	}
-	err := s.pool.QueryRow(ctx, qMemoryCount, bankID, f.Type, f.Q, f.State, f.Tags, f.Entity, f.From, f.To).Scan(&n)
+	err := s.pool.QueryRow(ctx, qMemoryCount, f.args(bankID)...).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count memories bank %s: %w", bankID, err)
 	}

@@ -295,7 +295,7 @@ func TestDeleteDocumentRemovesDerivedRows(t *testing.T) {
 	t.Parallel()
 	fx := newAPIFixture(t)
 	ctx := context.Background()
-	docs, total, err := fx.st.ListDocuments(ctx, "b1", 10, 0)
+	docs, total, err := fx.st.ListDocuments(ctx, "b1", "", nil, "", 10, 0)
 	if err != nil || total != 2 || len(docs) != 2 {
 		t.Fatalf("documents: %+v %d %v", docs, total, err)
 	}

@@ -229,3 +229,35 @@ func (s *Store) ListenMentalModels(ctx context.Context, ready func(), onChange f
 		onChange(bank, id)
 	}
 }
+
+// MentalModelVersion is one content a mental model had.
+type MentalModelVersion struct {
+	Content   string    `json:"content"`
+	ChangedAt time.Time `json:"changed_at"`
+}
+
+const qMentalModelHistory = `SELECT h.content, h.refreshed_at FROM mental_model_history h
+	JOIN mental_models mm ON mm.id = h.mental_model_id
+	WHERE mm.bank_id = $1 AND h.mental_model_id = $2 ORDER BY h.id DESC LIMIT 200`
+
+// MentalModelHistory returns the contents a mental model had, newest
+// first; ErrNotFound when the bank has no such model.
+func (s *Store) MentalModelHistory(ctx context.Context, bankID string, id uuid.UUID) ([]MentalModelVersion, error) {
+	if _, err := s.GetMentalModel(ctx, bankID, id); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, qMentalModelHistory, bankID, id)
+	if err != nil {
+		return nil, fmt.Errorf("mental model history %s/%s: %w", bankID, id, err)
+	}
+	defer rows.Close()
+	out := []MentalModelVersion{}
+	for rows.Next() {
+		var v MentalModelVersion
+		if err := rows.Scan(&v.Content, &v.ChangedAt); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,156 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// KnowledgeNode is a folder or a page of a bank's knowledge base; a page
+// is a mental model placed in the tree.
+type KnowledgeNode struct {
+	ID            uuid.UUID  `json:"id"`
+	BankID        string     `json:"bank_id"`
+	Kind          string     `json:"kind"`
+	Name          string     `json:"name"`
+	ParentID      *uuid.UUID `json:"parent_id"`
+	MentalModelID *uuid.UUID `json:"mental_model_id"`
+	CreatedAt     time.Time  `json:"created_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+}
+
+const knCols = `id, bank_id, kind, name, parent_id, mental_model_id, created_at, updated_at`
+
+const (
+	qKnInsert = `INSERT INTO knowledge_nodes (id, bank_id, kind, name, parent_id, mental_model_id)
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING ` + knCols
+	qKnList   = `SELECT ` + knCols + ` FROM knowledge_nodes WHERE bank_id = $1 ORDER BY kind, name, id LIMIT 10000`
+	qKnGet    = `SELECT ` + knCols + ` FROM knowledge_nodes WHERE bank_id = $1 AND id = $2`
+	qKnUpdate = `UPDATE knowledge_nodes SET name = COALESCE($3, name),
+			parent_id = CASE WHEN $4 THEN $5 ELSE parent_id END, updated_at = now()
+		WHERE bank_id = $1 AND id = $2 RETURNING ` + knCols
+	// The pages of a subtree, whose mental models go with it.
+	qKnSubtreeModels = `WITH RECURSIVE t AS (
+			SELECT id, mental_model_id FROM knowledge_nodes WHERE bank_id = $1 AND id = $2
+			UNION ALL SELECT n.id, n.mental_model_id FROM knowledge_nodes n JOIN t ON n.parent_id = t.id)
+		SELECT mental_model_id FROM t WHERE mental_model_id IS NOT NULL`
+	qKnDelete = `DELETE FROM knowledge_nodes WHERE bank_id = $1 AND id = $2`
+	qKnDropMM = `DELETE FROM mental_models WHERE bank_id = $1 AND id = ANY($2::uuid[])`
+	// A folder may not become its own descendant.
+	qKnIsDescendant = `WITH RECURSIVE t AS (
+			SELECT id FROM knowledge_nodes WHERE bank_id = $1 AND id = $2
+			UNION ALL SELECT n.id FROM knowledge_nodes n JOIN t ON n.parent_id = t.id)
+		SELECT EXISTS (SELECT 1 FROM t WHERE id = $3)`
+)
+
+func scanKn(r scanner) (KnowledgeNode, error) {
+	var n KnowledgeNode
+	err := r.Scan(&n.ID, &n.BankID, &n.Kind, &n.Name, &n.ParentID, &n.MentalModelID, &n.CreatedAt, &n.UpdatedAt)
+	return n, err
+}
+
+// CreateKnowledgeNode stores a folder or page; the parent must be a folder
+// of the same bank.
+func (s *Store) CreateKnowledgeNode(ctx context.Context, n KnowledgeNode) (KnowledgeNode, error) {
+	if n.ParentID != nil {
+		p, err := s.GetKnowledgeNode(ctx, n.BankID, *n.ParentID)
+		if err != nil {
+			return n, err
+		}
+		if p.Kind != "folder" {
+			return n, fmt.Errorf("knowledge node parent %s: %w: not a folder", p.ID, ErrConflict)
+		}
+	}
+	out, err := scanKn(s.pool.QueryRow(ctx, qKnInsert, n.ID, n.BankID, n.Kind, n.Name, n.ParentID, n.MentalModelID))
+	if err != nil {
+		return out, fmt.Errorf("create knowledge node bank %s: %w", n.BankID, translate(err))
+	}
+	return out, nil
+}
+
+// ListKnowledgeNodes returns every node of a bank's knowledge base.
+func (s *Store) ListKnowledgeNodes(ctx context.Context, bankID string) ([]KnowledgeNode, error) {
+	rows, err := s.pool.Query(ctx, qKnList, bankID)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge base bank %s: %w", bankID, err)
+	}
+	defer rows.Close()
+	var out []KnowledgeNode
+	for rows.Next() {
+		n, err := scanKn(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// GetKnowledgeNode returns one node, or ErrNotFound.
+func (s *Store) GetKnowledgeNode(ctx context.Context, bankID string, id uuid.UUID) (KnowledgeNode, error) {
+	n, err := scanKn(s.pool.QueryRow(ctx, qKnGet, bankID, id))
+	if err != nil {
+		return n, fmt.Errorf("knowledge node %s/%s: %w", bankID, id, translate(err))
+	}
+	return n, nil
+}
+
+// MoveKnowledgeNode renames a node (name non-nil) and, when move is set,
+// puts it under parent (nil: the root).
+func (s *Store) MoveKnowledgeNode(ctx context.Context, bankID string, id uuid.UUID, name *string, move bool, parent *uuid.UUID) (KnowledgeNode, error) {
+	if move && parent != nil {
+		p, err := s.GetKnowledgeNode(ctx, bankID, *parent)
+		if err != nil {
+			return KnowledgeNode{}, err
+		}
+		var cycle bool
+		if err := s.pool.QueryRow(ctx, qKnIsDescendant, bankID, id, *parent).Scan(&cycle); err != nil {
+			return KnowledgeNode{}, err
+		}
+		if p.Kind != "folder" || cycle {
+			return KnowledgeNode{}, fmt.Errorf("move knowledge node %s: %w: the parent must be a folder outside the node", id, ErrConflict)
+		}
+	}
+	n, err := scanKn(s.pool.QueryRow(ctx, qKnUpdate, bankID, id, name, move, parent))
+	if err != nil {
+		return n, fmt.Errorf("update knowledge node %s/%s: %w", bankID, id, translate(err))
+	}
+	return n, nil
+}
+
+// DeleteKnowledgeNode deletes a node, what it holds, and the mental models
+// of its pages. It returns the ids of those mental models.
+func (s *Store) DeleteKnowledgeNode(ctx context.Context, bankID string, id uuid.UUID) ([]uuid.UUID, error) {
+	var models []uuid.UUID
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if models, err = collectUUIDs(ctx, tx, qKnSubtreeModels, bankID, id); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, qKnDelete, bankID, id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return ErrNotFound
+		}
+		if len(models) > 0 {
+			if _, err := tx.Exec(ctx, qKnDropMM, bankID, models); err != nil {
+				return err
+			}
+			for _, m := range models {
+				if _, err := tx.Exec(ctx, qMentalModelNotify, MentalModelChannel, bankID+"/"+m.String()); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("delete knowledge node %s/%s: %w", bankID, id, err)
+	}
+	return models, nil
+}
