@@ -91,20 +91,7 @@ type basedOn struct {
 }
 
 func (w *Worker) refreshModel(ctx context.Context, m store.RefreshTarget) error {
-	vecs, err := w.emb.EmbedQueries(ctx, []string{m.SourceQuery})
-	if err != nil {
-		return fmt.Errorf("refresh mental model %s/%s: embed question: %w", m.BankID, m.ID, err)
-	}
-	obs, err := w.rankForModel(ctx, m, vecs[0])
-	if err != nil {
-		return fmt.Errorf("refresh mental model %s/%s: %w", m.BankID, m.ID, err)
-	}
-	content, used := Summarize(m.SourceQuery, obs, m.MaxTokens)
-	b := basedOn{Memories: []string{}, Observations: []string{}, MentalModels: []string{}, GeneratedBy: "extractive", SourceQuery: m.SourceQuery}
-	for _, o := range used {
-		b.Observations = append(b.Observations, o.ID.String())
-	}
-	raw, err := json.Marshal(b)
+	content, raw, used, err := w.candidate(ctx, m)
 	if err != nil {
 		return err
 	}
@@ -115,6 +102,45 @@ func (w *Worker) refreshModel(ctx context.Context, m store.RefreshTarget) error 
 	w.log.Debug("mental model refreshed", slog.String("bank_id", m.BankID), slog.String("mental_model_id", m.ID.String()),
 		slog.Int("observations", len(used)))
 	return nil
+}
+
+// candidate is the content a refresh of m would write now, its based_on
+// column, and the observations it rests on.
+func (w *Worker) candidate(ctx context.Context, m store.RefreshTarget) (string, json.RawMessage, []store.RankedObservation, error) {
+	vecs, err := w.emb.EmbedQueries(ctx, []string{m.SourceQuery})
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("refresh mental model %s/%s: embed question: %w", m.BankID, m.ID, err)
+	}
+	obs, err := w.rankForModel(ctx, m, vecs[0])
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("refresh mental model %s/%s: %w", m.BankID, m.ID, err)
+	}
+	content, used := Summarize(m.SourceQuery, obs, m.MaxTokens)
+	b := basedOn{Memories: []string{}, Observations: []string{}, MentalModels: []string{}, GeneratedBy: "extractive", SourceQuery: m.SourceQuery}
+	for _, o := range used {
+		b.Observations = append(b.Observations, o.ID.String())
+	}
+	raw, err := json.Marshal(b)
+	return content, raw, used, err
+}
+
+// DryRefresh returns what a refresh of the mental model would write now,
+// and the ids of the observations it rests on, without writing anything.
+func (w *Worker) DryRefresh(ctx context.Context, bankID, id string) (string, []string, error) {
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return "", nil, fmt.Errorf("dry-run refresh mental model %s/%s: %w", bankID, id, store.ErrNotFound)
+	}
+	m, err := w.st.RefreshTargetByID(ctx, bankID, uid)
+	if err != nil {
+		return "", nil, err
+	}
+	content, _, used, err := w.candidate(ctx, m)
+	ids := make([]string, len(used))
+	for i, o := range used {
+		ids[i] = o.ID.String()
+	}
+	return content, ids, err
 }
 
 // rankForModel ranks the bank's observations for a model's question:

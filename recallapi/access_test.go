@@ -2,6 +2,7 @@ package recallapi
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -64,7 +65,7 @@ func TestForeignBankSameAnswer(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	s := seed(t, e.st, "bank-a")
 	m := e.call("POST", "/v1/default/banks/bank-a/mental-models", `{"name":"prefs","source_query":"what does Alice like?"}`, "")
-	if m.status != 201 {
+	if m.status != 200 {
 		t.Fatalf("create model: %d %s", m.status, m.raw)
 	}
 	mid := m.body["id"].(string)
@@ -145,5 +146,58 @@ func TestBadKeyConfig(t *testing.T) {
 		if _, err := New(c.cfg, d); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error naming %s", name, err, c.want)
 		}
+	}
+}
+
+// Every bank route, the Hindsight families included, holds a key to its
+// banks: a key for bank-b gets the same 403 on bank-a as on a bank that
+// does not exist. A read-only key may not write anywhere. The routes
+// without a bank in the path (chunks, files) answer 404 for another bank's
+// object.
+func TestEveryBankRouteHoldsScope(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{reflector: &fakeReflector{}, refresher: &fakeRefresher{}})
+	seed(t, e.st, "bank-a")
+	fill := strings.NewReplacer("{memory_id}", uuid.NewString(), "{observation_id}", uuid.NewString(), "{entity_id}", uuid.NewString(),
+		"{mental_model_id}", uuid.NewString(), "{document_id}", "doc-1", "{alias}", "al", "{attachment_id}", "att", "{log_id}", uuid.NewString(),
+		"{directive_id}", uuid.NewString(), "{node_id}", uuid.NewString(), "{page_id}", uuid.NewString(), "{operation_id}", uuid.NewString(),
+		"{webhook_id}", uuid.NewString(), "{topic}", "memstream.events", "{partition}", "0", "{offset}", "0")
+	n := 0
+	for _, rt := range e.srv.table() {
+		if !strings.Contains(rt.path, "{bank_id}") {
+			continue
+		}
+		body := ""
+		if rt.method != "GET" && rt.method != "DELETE" {
+			body = "{}"
+		}
+		for _, key := range []string{readerBKey, writerBKey} {
+			p := fill.Replace(rt.path)
+			exists := e.call(rt.method, strings.Replace(p, "{bank_id}", "bank-a", 1), body, key)
+			missing := e.call(rt.method, strings.Replace(p, "{bank_id}", "bank-zz", 1), body, key)
+			n++
+			if exists.status != http.StatusForbidden || !bytes.Equal(exists.raw, missing.raw) {
+				t.Errorf("%s %s with a bank-b key: %d %s / %d %s", rt.method, rt.path, exists.status, exists.raw, missing.status, missing.raw)
+			}
+		}
+		if rt.scope != "read" {
+			own := strings.Replace(fill.Replace(rt.path), "{bank_id}", "bank-b", 1)
+			if r := e.call(rt.method, own, body, readerBKey); r.status != http.StatusForbidden {
+				t.Errorf("%s %s with a read-only key: %d %s", rt.method, rt.path, r.status, r.raw)
+			}
+		}
+	}
+	if n < 150 {
+		t.Fatalf("only %d bank route checks", n)
+	}
+	var chunk string
+	if err := e.st.Pool().QueryRow(context.Background(), `SELECT id::text FROM chunks WHERE bank_id = 'bank-a' LIMIT 1`).Scan(&chunk); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.call("GET", "/v1/default/chunks/"+chunk, "", readerBKey); r.status != http.StatusNotFound {
+		t.Fatalf("another bank's chunk: %d %s", r.status, r.raw)
+	}
+	if r := e.call("GET", "/v1/default/chunks/"+chunk, "", ""); r.status != 200 || r.body["bank_id"] != "bank-a" {
+		t.Fatalf("admin reads the chunk: %d %s", r.status, r.raw)
 	}
 }

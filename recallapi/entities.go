@@ -27,7 +27,65 @@ func (s *Server) listEntities(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, list[store.Entity]{Items: items, Total: total, Limit: limit, Offset: offset})
+	views := make([]entityView, len(items))
+	for i, e := range items {
+		views[i] = viewEntity(e)
+	}
+	writeJSON(w, http.StatusOK, list[entityView]{Items: views, Total: total, Limit: limit, Offset: offset})
+	return nil
+}
+
+// entityView is Hindsight's EntityListItem with memstream's kind, aliases
+// and merge pointer.
+type entityView struct {
+	store.Entity
+	CanonicalName string         `json:"canonical_name"`
+	Metadata      map[string]any `json:"metadata"`
+}
+
+func viewEntity(e store.Entity) entityView {
+	if e.Aliases == nil {
+		e.Aliases = []string{}
+	}
+	return entityView{Entity: e, CanonicalName: e.Name, Metadata: map[string]any{"kind": e.Kind}}
+}
+
+// entitiesGraph is Hindsight's EntityGraphResponse: the most mentioned
+// entities as nodes, and how often two are mentioned together as edges.
+func (s *Server) entitiesGraph(w http.ResponseWriter, r *http.Request) error {
+	bank, err := s.bankID(r)
+	if err != nil {
+		return err
+	}
+	limit, err := intParam(r, "limit", 1000, 1, 5000)
+	if err != nil {
+		return err
+	}
+	minCount, err := intParam(r, "min_count", 1, 1, 1<<20)
+	if err != nil {
+		return err
+	}
+	ents, total, err := s.d.Store.ListEntities(r.Context(), bank, "", limit, 0)
+	if err != nil {
+		return err
+	}
+	ids := make([]uuid.UUID, len(ents))
+	nodes := make([]any, len(ents))
+	for i, e := range ents {
+		ids[i] = e.ID
+		nodes[i] = map[string]any{"data": map[string]any{"id": e.ID.String(), "label": e.Name, "mentionCount": e.MentionCount,
+			"color": "#42a5f5", "kind": e.Kind}}
+	}
+	pairs, err := s.d.Store.EntityCooccurrence(r.Context(), bank, ids, minCount)
+	if err != nil {
+		return err
+	}
+	edges := make([]any, len(pairs))
+	for i, p := range pairs {
+		edges[i] = map[string]any{"data": map[string]any{"id": p.A.String() + "-" + p.B.String(), "source": p.A.String(), "target": p.B.String(),
+			"linkType": "cooccurrence", "weight": p.Count, "color": "#ffd700", "lineStyle": "solid", "lastCooccurred": p.LastTogther}}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"nodes": nodes, "edges": edges, "total_entities": total, "total_edges": len(edges), "limit": limit})
 	return nil
 }
 
@@ -40,7 +98,15 @@ func (s *Server) getEntity(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, e)
+	obs, err := s.d.Store.EntityObservations(r.Context(), bank, []uuid.UUID{id}, 50)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		entityView
+		Memories     []store.EntityMemory      `json:"memories"`
+		Observations []store.EntityObservation `json:"observations"`
+	}{viewEntity(e.Entity), e.Memories, nonNil(obs[id])})
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package recallapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/reflect"
@@ -60,6 +64,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae = badRequest(fqe.Field, fqe.Field+": "+fqe.Message)
 	case errors.Is(err, recall.ErrAllArmsFailed):
 		ae = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "every retrieval arm failed; try again"}
+	case pgCode(err) == "22021" || pgCode(err) == "22P05" || pgCode(err) == "54000":
+		// Text PostgreSQL cannot store or index (a NUL, an untranslatable
+		// character, a value past an index's size): the client's input, not
+		// a server fault.
+		ae = badRequest("", "the request holds text the database cannot store (a NUL character, invalid encoding or a value too large to index)")
 	case errors.Is(err, context.DeadlineExceeded):
 		ae = &apiError{Status: http.StatusServiceUnavailable, Code: "timeout", Message: "the request timed out"}
 	default:
@@ -85,16 +94,33 @@ func conflictMessage(err error) string {
 }
 
 // decodeBody reads one JSON object from the body. It enforces the content
-// type (415), the size limit (413), known fields only and a single value
-// (400, naming the field where there is one).
+// type (415), the size limit (413), valid UTF-8 and a single value (400).
+// Unknown fields are ignored, as Hindsight's request models ignore them;
+// a known field of the wrong type, or a string holding a NUL character
+// (PostgreSQL text cannot store one), is a 400 naming the field.
 func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
 		return &apiError{Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type",
 			Message: "Content-Type must be application/json, not " + strconv.Quote(ct)}
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: "too_large",
+			Message: fmt.Sprintf("request body exceeds http.max_body_bytes (%d bytes)", limit)}
+	}
+	if err != nil {
+		return badRequest("", "could not read the body: "+err.Error())
+	}
+	return decodeJSON(raw, v)
+}
+
+// decodeJSON is decodeBody's check of bytes already read.
+func decodeJSON(raw []byte, v any) error {
+	if !utf8.Valid(raw) {
+		return badRequest("", "the body is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	err := dec.Decode(v)
 	if err == nil {
 		// A second value after the object is a malformed request, not
@@ -108,15 +134,14 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 		}
 	}
 	if err == nil {
+		if field, ok := findNUL(v); ok {
+			return badRequest(field, field+" contains a NUL character")
+		}
 		return nil
 	}
-	var mbe *http.MaxBytesError
 	var ute *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
-	case errors.As(err, &mbe):
-		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: "too_large",
-			Message: fmt.Sprintf("request body exceeds http.max_body_bytes (%d bytes)", limit)}
 	case errors.Is(err, io.EOF):
 		return badRequest("", "a JSON body is required")
 	case errors.As(err, &ute):
@@ -128,12 +153,18 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 	case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF):
 		return badRequest("", "invalid JSON body: "+err.Error())
 	}
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		field, _ := strconv.Unquote(name)
-		return badRequest(field, "unknown field "+name)
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		return badRequest(fe.field, fe.msg)
 	}
 	return badRequest("", "invalid JSON body: "+err.Error())
 }
+
+// fieldError is returned by the UnmarshalJSON methods of request types, so
+// a value that parses as JSON but breaks the field's rule names the field.
+type fieldError struct{ field, msg string }
+
+func (e *fieldError) Error() string { return e.msg }
 
 // jsonType names a Go kind the way a JSON client thinks of it.
 func jsonType(kind string) string {
@@ -161,3 +192,14 @@ func isJSON(ct string) bool {
 	}
 	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }
+
+// pgCode is the SQLSTATE of a PostgreSQL error in err's chain, or "".
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+var errorsIs = errors.Is

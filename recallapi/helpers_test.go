@@ -54,12 +54,16 @@ type fakePublisher struct {
 	wg      sync.WaitGroup
 }
 
-func (p *fakePublisher) Publish(_ context.Context, evs []event.Event) error {
+func (p *fakePublisher) Publish(_ context.Context, evs []event.Event) ([]event.Position, error) {
 	p.mu.Lock()
+	pos := make([]event.Position, len(evs))
+	for i := range evs {
+		pos[i] = event.Position{Topic: "fake", Offset: int64(len(p.events) + i)}
+	}
 	p.events = append(p.events, evs...)
 	p.mu.Unlock()
 	if !p.persist {
-		return nil
+		return pos, nil
 	}
 	recs := make([]store.EventRecord, len(evs))
 	for i, e := range evs {
@@ -77,7 +81,7 @@ func (p *fakePublisher) Publish(_ context.Context, evs []event.Event) error {
 			panic(err)
 		}
 	}()
-	return nil
+	return pos, nil
 }
 
 func (p *fakePublisher) published() []event.Event {
@@ -105,6 +109,10 @@ func (f *fakeReflector) Reflect(_ context.Context, req reflect.Request) (reflect
 type fakeRefresher struct {
 	st    *store.Store
 	calls int
+}
+
+func (f *fakeRefresher) DryRefresh(ctx context.Context, bankID, id string) (string, []string, error) {
+	return "would refresh", nil, nil
 }
 
 func (f *fakeRefresher) Refresh(ctx context.Context, bankID, id string) error {
@@ -217,6 +225,12 @@ func (r resp) errField() string {
 	return f
 }
 
+func (r resp) errCode() string {
+	e, _ := r.body["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
 func (r resp) errMessage() string {
 	e, _ := r.body["error"].(map[string]any)
 	m, _ := e["message"].(string)
@@ -247,6 +261,11 @@ func (e *env) callCT(method, path, body, key, ct string) resp {
 	default:
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
+	return e.do(req)
+}
+
+// do sends a prepared request to the handler and decodes the answer.
+func (e *env) do(req *http.Request) resp {
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, req)
 	out := resp{status: w.Code, raw: w.Body.Bytes(), header: w.Header()}
@@ -255,6 +274,8 @@ func (e *env) callCT(method, path, body, key, ct string) resp {
 	}
 	return out
 }
+
+func (r resp) raw2() string { return string(r.raw) }
 
 // seed persists a small bank through store.PersistBatch (the pipeline's
 // write path) plus one observation with evidence as consolidation writes

@@ -39,8 +39,8 @@ func seedInspect(t *testing.T, st *store.Store, bank string) inspected {
 			Aliases: []store.AliasRow{{Key: strings.ToLower(name), Alias: name}}}
 	}
 	ev := store.EventRecord{BankID: bank, EventKey: "ev-1", DocumentID: "doc-1", Topic: "memstream.events", Partition: 2, Offset: 41,
-		Context: "chat",
-		Chunks: []store.ChunkRow{{ID: s.chunk, Text: "Alice: Bob and I moved to Lisbon. I like green tea.", Speaker: "Alice", StartedAt: at}},
+		Context:  "chat",
+		Chunks:   []store.ChunkRow{{ID: s.chunk, Text: "Alice: Bob and I moved to Lisbon. I like green tea.", Speaker: "Alice", StartedAt: at}},
 		Entities: []store.EntityRow{ent(s.alice, "Alice", "person"), ent(s.bob, "Bob", "person"), ent(s.lisbon, "Lisbon", "place")},
 		Facts: []store.FactRow{
 			{ID: s.f1, FactType: "world", Text: "Alice and Bob moved to Lisbon", Embedding: vec, MentionedAt: at, IdemKey: "i1",

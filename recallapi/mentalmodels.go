@@ -1,10 +1,16 @@
 package recallapi
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/memstream/memstream/store"
 )
 
@@ -17,20 +23,50 @@ const (
 	maxTagLen             = 200
 )
 
+// mentalModelCreate is Hindsight's CreateMentalModelRequest plus
+// memstream's initial content.
 type mentalModelCreate struct {
-	Name        string   `json:"name"`
-	SourceQuery string   `json:"source_query"`
-	Content     string   `json:"content"`
-	Tags        []string `json:"tags"`
-	MaxTokens   *int     `json:"max_tokens"`
+	ID          *string         `json:"id"`
+	Name        string          `json:"name"`
+	SourceQuery string          `json:"source_query"`
+	Content     string          `json:"content"`
+	Tags        []string        `json:"tags"`
+	MaxTokens   *int            `json:"max_tokens"`
+	Trigger     json.RawMessage `json:"trigger"`
 }
 
 type mentalModelPatch struct {
-	Name        *string   `json:"name"`
-	SourceQuery *string   `json:"source_query"`
-	Content     *string   `json:"content"`
-	Tags        *[]string `json:"tags"`
-	MaxTokens   *int      `json:"max_tokens"`
+	Name        *string         `json:"name"`
+	SourceQuery *string         `json:"source_query"`
+	Content     *string         `json:"content"`
+	Tags        *[]string       `json:"tags"`
+	MaxTokens   *int            `json:"max_tokens"`
+	Trigger     json.RawMessage `json:"trigger"`
+}
+
+// mentalModelView is Hindsight's MentalModelResponse with memstream's
+// based_on and updated_at.
+type mentalModelView struct {
+	ID              string          `json:"id"`
+	BankID          string          `json:"bank_id"`
+	Name            string          `json:"name"`
+	SourceQuery     string          `json:"source_query"`
+	Content         string          `json:"content"`
+	Tags            []string        `json:"tags"`
+	MaxTokens       int             `json:"max_tokens"`
+	Trigger         map[string]any  `json:"trigger"`
+	LastRefreshedAt *time.Time      `json:"last_refreshed_at"`
+	CreatedAt       time.Time       `json:"created_at"`
+	UpdatedAt       time.Time       `json:"updated_at"`
+	IsKnowledgePage bool            `json:"is_knowledge_page"`
+	IsStale         bool            `json:"is_stale"`
+	BasedOn         json.RawMessage `json:"based_on"`
+}
+
+func viewModel(m store.MentalModel) mentalModelView {
+	return mentalModelView{ID: m.ID.String(), BankID: m.BankID, Name: m.Name, SourceQuery: m.SourceQuery, Content: m.Content,
+		Tags: nonNil(m.Tags), MaxTokens: m.MaxTokens, Trigger: map[string]any{"mode": "full", "refresh_after_consolidation": true},
+		LastRefreshedAt: m.LastRefreshedAt, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, BasedOn: m.BasedOn}
 }
 
 func validateTags(field string, tags []string) error {
@@ -76,14 +112,34 @@ func (s *Server) listMentalModels(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	limit, offset, err := page(r)
+	if err != nil {
+		return err
+	}
+	mode, err := enumParam(r, "tags_match", "any", "all", "any_strict", "all_strict", "exact")
+	if err != nil {
+		return err
+	}
 	items, err := s.d.Store.ListMentalModels(r.Context(), bank)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+	if tags := queryList(r, "tags"); len(tags) > 0 {
+		if mode == "" {
+			mode = "any"
+		}
+		items = slices.DeleteFunc(items, func(m store.MentalModel) bool { return !tagsMatch(m.Tags, tags, mode) })
+	}
+	views := make([]mentalModelView, 0, len(items))
+	for _, m := range pageOf(items, limit, offset) {
+		views = append(views, viewModel(m))
+	}
+	writeJSON(w, http.StatusOK, list[mentalModelView]{Items: views, Total: len(items), Limit: limit, Offset: offset})
 	return nil
 }
 
+// createMentalModel stores the model and, as Hindsight does, returns an
+// operation that generates its first content.
 func (s *Server) createMentalModel(w http.ResponseWriter, r *http.Request) error {
 	bank, err := s.bankID(r)
 	if err != nil {
@@ -93,20 +149,55 @@ func (s *Server) createMentalModel(w http.ResponseWriter, r *http.Request) error
 	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &body); err != nil {
 		return err
 	}
-	if err := validateModelFields(&body.Name, &body.SourceQuery, &body.Content, &body.Tags, body.MaxTokens); err != nil {
-		return err
-	}
-	m := store.MentalModel{BankID: bank, Name: strings.TrimSpace(body.Name), SourceQuery: strings.TrimSpace(body.SourceQuery),
-		Content: body.Content, Tags: body.Tags, MaxTokens: defaultModelMaxTokens}
-	if body.MaxTokens != nil {
-		m.MaxTokens = *body.MaxTokens
-	}
-	out, err := s.d.Store.CreateMentalModel(r.Context(), m)
+	out, op, err := s.CreateMentalModel(r.Context(), bank, body)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, out)
+	// Hindsight's CreateMentalModelResponse, with the model itself beside it.
+	writeJSON(w, http.StatusOK, struct {
+		mentalModelView
+		MentalModelID string `json:"mental_model_id"`
+		OperationID   string `json:"operation_id"`
+	}{viewModel(out), out.ID.String(), op})
 	return nil
+}
+
+// CreateMentalModel stores a mental model and queues the operation that
+// generates its content (none when content is given); it returns the
+// model and the operation id. It is the route without its HTTP framing.
+func (s *Server) CreateMentalModel(ctx context.Context, bank string, body mentalModelCreate) (store.MentalModel, string, error) {
+	if err := validateModelFields(&body.Name, &body.SourceQuery, &body.Content, &body.Tags, body.MaxTokens); err != nil {
+		return store.MentalModel{}, "", err
+	}
+	m := store.MentalModel{BankID: bank, Name: strings.TrimSpace(body.Name), SourceQuery: strings.TrimSpace(body.SourceQuery),
+		Content: body.Content, Tags: body.Tags, MaxTokens: defaultModelMaxTokens}
+	if body.ID != nil && *body.ID != "" {
+		id, err := uuid.Parse(*body.ID)
+		if err != nil {
+			return m, "", badRequest("id", "id must be a UUID")
+		}
+		m.ID = id
+	}
+	if body.MaxTokens != nil {
+		m.MaxTokens = *body.MaxTokens
+	}
+	if err := s.d.Store.EnsureBank(ctx, bank); err != nil {
+		return m, "", err
+	}
+	out, err := s.d.Store.CreateMentalModel(ctx, m)
+	if err != nil {
+		return out, "", err
+	}
+	// Content given at creation is kept: the operation is done already.
+	op := store.Operation{BankID: bank, Kind: "refresh_mental_model", MentalModelID: &out.ID, ItemsCount: 1}
+	if out.Content != "" {
+		op.Status = "completed"
+	}
+	created, err := s.newOperation(ctx, op)
+	if err != nil {
+		return out, "", err
+	}
+	return out, created.ID.String(), nil
 }
 
 // getMentalModel is served from the LRU cache; see modelCache for why a
@@ -123,7 +214,7 @@ func (s *Server) getMentalModel(w http.ResponseWriter, r *http.Request) error {
 		}
 		s.models.put(m, gen)
 	}
-	writeJSON(w, http.StatusOK, m)
+	writeJSON(w, http.StatusOK, viewModel(m))
 	return nil
 }
 
@@ -136,7 +227,7 @@ func (s *Server) patchMentalModel(w http.ResponseWriter, r *http.Request) error 
 	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &body); err != nil {
 		return err
 	}
-	if body == (mentalModelPatch{}) {
+	if body.Name == nil && body.SourceQuery == nil && body.Content == nil && body.Tags == nil && body.MaxTokens == nil && len(body.Trigger) == 0 {
 		return badRequest("", "the body changes nothing: give at least one of name, source_query, content, tags, max_tokens")
 	}
 	if err := validateModelFields(body.Name, body.SourceQuery, body.Content, body.Tags, body.MaxTokens); err != nil {
@@ -158,7 +249,7 @@ func (s *Server) patchMentalModel(w http.ResponseWriter, r *http.Request) error 
 	// The NOTIFY reaches this replica too, but only after a round trip;
 	// evicting here gives the writer read-your-writes at once.
 	s.models.invalidate(bank, id.String(), "local")
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, viewModel(out))
 	return nil
 }
 
@@ -171,13 +262,12 @@ func (s *Server) deleteMentalModel(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	s.models.invalidate(bank, id.String(), "local")
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": id})
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": id, "message": "mental model deleted", "deleted_count": 1})
 	return nil
 }
 
-// refreshMentalModel regenerates the model through the injected refresher
-// and then announces the change, since the refresher writes through its
-// own code path.
+// refreshMentalModel queues an operation that regenerates the model from
+// its source query (Hindsight's async refresh).
 func (s *Server) refreshMentalModel(w http.ResponseWriter, r *http.Request) error {
 	bank, id, err := s.bankAndUUID(r, "mental_model_id")
 	if err != nil {
@@ -187,23 +277,134 @@ func (s *Server) refreshMentalModel(w http.ResponseWriter, r *http.Request) erro
 		return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable",
 			Message: "mental model refresh is not available on this server (no refresher is configured)"}
 	}
+	if r.ContentLength > 0 {
+		var body struct {
+			Mode *string `json:"mode"`
+		}
+		if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &body); err != nil {
+			return err
+		}
+		if body.Mode != nil && *body.Mode != "full" {
+			return badRequest("mode", "mode must be full")
+		}
+	}
 	if _, err := s.d.Store.GetMentalModel(r.Context(), bank, id); err != nil {
 		return err
 	}
-	refreshErr := s.d.Refresher.Refresh(r.Context(), bank, id.String())
-	// Evict and announce even after a failed refresh: it may have written
-	// part of its work before failing.
-	s.models.invalidate(bank, id.String(), "local")
-	if err := s.d.Store.NotifyMentalModel(r.Context(), bank, id); err != nil {
-		return err
-	}
-	if refreshErr != nil {
-		return refreshErr
-	}
-	out, err := s.d.Store.GetMentalModel(r.Context(), bank, id)
+	op, err := s.newOperation(r.Context(), store.Operation{BankID: bank, Kind: "refresh_mental_model", MentalModelID: &id, ItemsCount: 1})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, map[string]any{"operation_id": op.ID.String(), "status": op.Status})
+	return nil
+}
+
+// runRefresh is the runner of refresh_mental_model operations: refresh,
+// then evict and announce even after a failure, since the refresher may
+// have written part of its work.
+func (s *Server) runRefresh(ctx context.Context, o store.Operation) (json.RawMessage, error) {
+	if s.d.Refresher == nil || o.MentalModelID == nil {
+		return nil, errors.New("no refresher is configured")
+	}
+	id := *o.MentalModelID
+	refreshErr := s.d.Refresher.Refresh(ctx, o.BankID, id.String())
+	s.models.invalidate(o.BankID, id.String(), "local")
+	if err := s.d.Store.NotifyMentalModel(context.WithoutCancel(ctx), o.BankID, id); err != nil && refreshErr == nil {
+		refreshErr = err
+	}
+	outcome := "content_written"
+	if refreshErr != nil {
+		outcome = "refresh_failed_error"
+	}
+	return rawJSON(map[string]any{"mental_model_id": id, "operation_type": "refresh_mental_model", "outcome": outcome}), refreshErr
+}
+
+// dryRunRefresh shows what a refresh would write, writing nothing.
+func (s *Server) dryRunRefresh(w http.ResponseWriter, r *http.Request) error {
+	bank, id, err := s.bankAndUUID(r, "mental_model_id")
+	if err != nil {
+		return err
+	}
+	if s.d.Refresher == nil {
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "no refresher is configured"}
+	}
+	m, err := s.d.Store.GetMentalModel(r.Context(), bank, id)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	content, used, err := s.d.Refresher.DryRefresh(r.Context(), bank, id.String())
+	if err != nil {
+		return err
+	}
+	outcome := "content_written"
+	if content == m.Content {
+		outcome = "content_unchanged"
+	}
+	basedOn := []any{}
+	for _, o := range used {
+		basedOn = append(basedOn, map[string]any{"id": o, "type": "observation"})
+	}
+	now := time.Now().UTC()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"mental_model_id": id.String(), "name": m.Name, "requested_mode": "full", "effective_mode": "full", "mode_fallback_reason": nil,
+		"outcome": outcome, "would_persist": content != m.Content,
+		"scope":    map[string]any{"tags": nonNil(m.Tags), "tags_match": "any", "tag_groups": nil, "fact_types": []string{"observation"}, "exclude_mental_models": true, "exclude_mental_model_ids": []string{}},
+		"window":   map[string]any{"created_after": nil, "created_before": now, "watermark": nil},
+		"facts":    map[string]any{"retrieved": map[string]int{"observation": len(used)}, "used": map[string]int{"observation": len(used)}},
+		"based_on": map[string]any{"observations": basedOn}, "current_content": m.Content, "candidate_content": content,
+		"preview_content": content, "diff": lineDiff(m.Content, content), "delta_operations": nil, "retraction": nil,
+		"trace": map[string]any{"recorded_at": now, "effective_mode": "full", "outcome": outcome, "tool_calls": []any{}, "llm_calls": []any{},
+			"duration_ms": time.Since(start).Milliseconds(), "warnings": []string{}},
+		"usage": tokenUsage{}, "duration_ms": time.Since(start).Milliseconds(), "warnings": []string{},
+	})
+	return nil
+}
+
+// lineDiff is a minimal unified-style diff of two texts, line by line.
+func lineDiff(a, b string) string {
+	if a == b {
+		return ""
+	}
+	var sb strings.Builder
+	for _, l := range strings.Split(a, "\n") {
+		if a != "" {
+			sb.WriteString("-" + l + "\n")
+		}
+	}
+	for _, l := range strings.Split(b, "\n") {
+		if b != "" {
+			sb.WriteString("+" + l + "\n")
+		}
+	}
+	return sb.String()
+}
+
+// clearMentalModel empties a model's content, keeping its definition.
+func (s *Server) clearMentalModel(w http.ResponseWriter, r *http.Request) error {
+	bank, id, err := s.bankAndUUID(r, "mental_model_id")
+	if err != nil {
+		return err
+	}
+	empty := ""
+	out, err := s.d.Store.UpdateMentalModel(r.Context(), bank, id, store.MentalModelPatch{Content: &empty})
+	if err != nil {
+		return err
+	}
+	s.models.invalidate(bank, id.String(), "local")
+	writeJSON(w, http.StatusOK, viewModel(out))
+	return nil
+}
+
+func (s *Server) mentalModelHistory(w http.ResponseWriter, r *http.Request) error {
+	bank, id, err := s.bankAndUUID(r, "mental_model_id")
+	if err != nil {
+		return err
+	}
+	h, err := s.d.Store.MentalModelHistory(r.Context(), bank, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, h)
 	return nil
 }

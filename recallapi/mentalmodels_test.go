@@ -31,7 +31,7 @@ func TestMentalModelRoutesAndCache(t *testing.T) {
 	ref.st = e.st
 	const b = "/v1/default/banks/b1/mental-models"
 	c := e.call("POST", b, `{"name":"Alice's tastes","source_query":"What does Alice like?","tags":["food"],"max_tokens":300,"content":"tea"}`, "")
-	if c.status != 201 || c.body["name"] != "Alice's tastes" || c.body["max_tokens"].(float64) != 300 || c.body["content"] != "tea" {
+	if c.status != 200 || c.body["name"] != "Alice's tastes" || c.body["max_tokens"].(float64) != 300 || c.body["content"] != "tea" {
 		t.Fatalf("create: %d %s", c.status, c.raw)
 	}
 	id := c.body["id"].(string)
@@ -71,12 +71,20 @@ func TestMentalModelRoutesAndCache(t *testing.T) {
 	if r := get(); r.body["content"] != "green tea" || e.cacheCount("hit") != 2 {
 		t.Fatalf("hits after patch: %v", e.cacheCount("hit"))
 	}
-	// Refresh evicts and shows what the refresher wrote.
+	// Refresh is an operation (as in Hindsight); once it completed, the
+	// cache shows what the refresher wrote.
+	ctx, cancel := context.WithCancel(context.Background())
+	e.srv.Start(ctx)
+	defer func() { cancel(); e.srv.Close() }()
 	rf := e.call("POST", b+"/"+id+"/refresh", "", "")
-	if rf.status != 200 || rf.body["content"] != "refreshed What does Alice like?" || rf.body["last_refreshed_at"] == nil || ref.calls != 1 {
+	op, _ := rf.body["operation_id"].(string)
+	if rf.status != 200 || op == "" {
 		t.Fatalf("refresh: %d %s", rf.status, rf.raw)
 	}
-	if r := get(); r.body["content"] != "refreshed What does Alice like?" {
+	waitUntil(t, "refresh operation completed", func() bool {
+		return e.call("GET", "/v1/default/banks/b1/operations/"+op, "", "").body["status"] == "completed"
+	})
+	if r := get(); r.body["content"] != "refreshed What does Alice like?" || r.body["last_refreshed_at"] == nil || ref.calls != 1 {
 		t.Fatalf("get after refresh: %s", r.raw)
 	}
 	// DELETE evicts.

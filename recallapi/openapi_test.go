@@ -63,7 +63,10 @@ func TestOpenAPIDrift(t *testing.T) {
 	// Probe the mux itself with requests built from the document.
 	fill := strings.NewReplacer("{bank_id}", "probe-bank", "{memory_id}", uuid.NewString(), "{observation_id}", uuid.NewString(),
 		"{entity_id}", uuid.NewString(), "{mental_model_id}", uuid.NewString(), "{document_id}", "probe-doc",
-		"{topic}", "probe.topic", "{partition}", "0", "{offset}", "0")
+		"{topic}", "probe.topic", "{partition}", "0", "{offset}", "0",
+		"{alias}", "probe-alias", "{attachment_id}", "probe-att", "{log_id}", uuid.NewString(), "{directive_id}", uuid.NewString(),
+		"{node_id}", uuid.NewString(), "{page_id}", uuid.NewString(), "{operation_id}", uuid.NewString(), "{webhook_id}", uuid.NewString(),
+		"{chunk_id}", uuid.NewString(), "{key}", "probe-key")
 	keys := make([]string, 0, len(paths))
 	for p := range paths {
 		keys = append(keys, p)
@@ -83,7 +86,7 @@ func TestOpenAPIDrift(t *testing.T) {
 				body = "{}"
 			}
 			resp := e.call(m, url, body, "")
-			fromMux := resp.status == 405 || (resp.status == 404 && !strings.HasPrefix(resp.header.Get("Content-Type"), "application/json"))
+			fromMux := resp.status == 405 || resp.errCode() == "route_not_found"
 			switch {
 			case inDoc && fromMux:
 				t.Errorf("%s %s is documented but the mux answers %d", m, url, resp.status)
@@ -92,9 +95,13 @@ func TestOpenAPIDrift(t *testing.T) {
 			}
 		}
 	}
-	// The probe can tell the mux's own answer from a handler's.
-	if resp := e.call("GET", "/v1/default/banks/b/nowhere", "", ""); resp.status != 404 || strings.HasPrefix(resp.header.Get("Content-Type"), "application/json") {
-		t.Fatalf("unknown path: %d %s", resp.status, resp.header.Get("Content-Type"))
+	// The probe can tell the mux's own answer from a handler's, and both
+	// are JSON errors.
+	if resp := e.call("GET", "/v1/default/banks/b/nowhere", "", ""); resp.status != 404 || resp.errCode() != "route_not_found" {
+		t.Fatalf("unknown path: %d %s", resp.status, resp.raw)
+	}
+	if resp := e.call("PUT", "/v1/default/banks/b/stats", "{}", ""); resp.status != 405 || resp.errCode() != "method_not_allowed" || resp.header.Get("Allow") == "" {
+		t.Fatalf("wrong method: %d %s (Allow %q)", resp.status, resp.raw, resp.header.Get("Allow"))
 	}
 }
 

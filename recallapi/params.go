@@ -3,6 +3,7 @@ package recallapi
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -96,3 +97,30 @@ type list[T any] struct {
 	Limit  int `json:"limit"`
 	Offset int `json:"offset"`
 }
+
+// boolParam reads a true/false query parameter.
+func boolParam(r *http.Request, name string, def bool) (bool, error) {
+	switch v := r.URL.Query().Get(name); strings.ToLower(v) {
+	case "":
+		return def, nil
+	case "true", "1", "yes":
+		return true, nil
+	case "false", "0", "no":
+		return false, nil
+	}
+	return false, badRequest(name, name+" must be true or false")
+}
+
+// queryList reads a repeated query parameter (tags=a&tags=b), as
+// Hindsight's generated clients send lists.
+func queryList(r *http.Request, name string) []string {
+	var out []string
+	for _, v := range r.URL.Query()[name] {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -204,11 +204,18 @@ func TestReflectRoute(t *testing.T) {
 	const b = "/v1/default/banks/b1"
 	ok(t, e.call("PUT", b, `{"disposition":{"skepticism":5,"literalism":2,"empathy":4}}`, ""), "put bank")
 	r := ok(t, e.call("POST", b+"/reflect", `{"query":" Where does Alice live? ","budget":"high","max_tokens":900,"tags":["t"],
-		"response_schema":{"type":"object"},"disposition":{"empathy":1}}`, ""), "reflect")
-	if r.body["text"] != "Alice lives in Lisbon." || r.body["based_on"].(map[string]any)["memories"].([]any)[0] != "m1" {
+		"response_schema":{"type":"object"},"disposition":{"empathy":1},"include":{"facts":{},"tool_calls":{"output":false}}}`, ""), "reflect")
+	// With include, Hindsight's based_on objects (ids that are not
+	// memories of the bank are dropped) and its trace.
+	bo, _ := r.body["based_on"].(map[string]any)
+	if r.body["text"] != "Alice lives in Lisbon." || bo == nil || bo["memories"] == nil || bo["directives"] == nil || r.body["trace"] == nil {
 		t.Fatalf("reflect answer: %s", r.raw)
 	}
-	if len(fr.got) != 1 {
+	// Without include, neither (Hindsight's default).
+	if r := ok(t, e.call("POST", b+"/reflect", `{"query":"q","include":null}`, ""), "plain"); r.body["based_on"] != nil || r.body["trace"] != nil {
+		t.Fatalf("reflect without include: %s", r.raw)
+	}
+	if len(fr.got) != 2 {
 		t.Fatalf("reflector calls = %d", len(fr.got))
 	}
 	got := fr.got[0]
@@ -218,7 +225,7 @@ func TestReflectRoute(t *testing.T) {
 		t.Fatalf("reflect request = %+v (disposition %+v)", got, got.Disposition)
 	}
 	ok(t, e.call("POST", b+"/reflect", `{"query":"q"}`, ""), "reflect defaults")
-	if d := fr.got[1]; d.Budget != "mid" || d.MaxTokens != 4096 || d.Disposition != nil {
+	if d := fr.got[2]; d.Budget != "low" || d.MaxTokens != 4096 || d.Disposition != nil {
 		t.Fatalf("defaults: %+v", d)
 	}
 	none := newEnv(t, envOpts{})

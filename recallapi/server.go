@@ -28,37 +28,114 @@ import (
 	"github.com/memstream/memstream/store"
 )
 
-// Store is what the API reads and writes directly.
+// Store is what the API reads and writes directly (*store.Store).
 type Store interface {
-	Ping(ctx context.Context) error
-	GetBank(ctx context.Context, id string) (store.Bank, error)
-	ListBanks(ctx context.Context) ([]store.Bank, error)
-	PutBank(ctx context.Context, b store.Bank) (store.Bank, error)
-	DeleteBank(ctx context.Context, id string) error
-	BankStats(ctx context.Context, bankID string) (store.Stats, error)
-	EventsPersisted(ctx context.Context, bankID string, keys []string) (int, error)
-	BankPolicy(ctx context.Context, id string) (json.RawMessage, error)
-
-	ListMemories(ctx context.Context, bankID string, f store.MemoryFilter) ([]store.Memory, int, error)
-	GetMemory(ctx context.Context, bankID string, id uuid.UUID) (store.Memory, error)
-	InvalidateMemory(ctx context.Context, bankID string, id uuid.UUID, reason string) (store.Memory, error)
-	GetObservation(ctx context.Context, bankID string, id uuid.UUID) (store.Observation, error)
-
-	ListEntities(ctx context.Context, bankID, q string, limit, offset int) ([]store.Entity, int, error)
-	GetEntity(ctx context.Context, bankID string, id uuid.UUID) (store.EntityDetail, error)
-	MergeEntity(ctx context.Context, bankID string, src, into uuid.UUID) (store.Entity, error)
+	ActiveDirectives(ctx context.Context, bankID string) ([]store.Directive, error)
+	AddAudit(ctx context.Context, a store.AuditEntry) error
+	AddBankAlias(ctx context.Context, bankID, alias string, primary bool) error
 	AddEntityAlias(ctx context.Context, bankID string, id uuid.UUID, alias string, keys []string) (store.Entity, error)
-
-	ListMentalModels(ctx context.Context, bankID string) ([]store.MentalModel, error)
-	GetMentalModel(ctx context.Context, bankID string, id uuid.UUID) (store.MentalModel, error)
+	AllBankAliases(ctx context.Context) (map[string]string, error)
+	AuditStats(ctx context.Context, bankID, action, trunc string, since time.Time) ([]store.AuditBucket, error)
+	BankActivity(ctx context.Context, bankID string, since, until time.Time, buckets int) (store.Activity, error)
+	BankConfig(ctx context.Context, bankID string) (map[string]any, error)
+	BankHindsightStats(ctx context.Context, bankID string) (store.HindsightStats, error)
+	BankPolicy(ctx context.Context, id string) (json.RawMessage, error)
+	BankStats(ctx context.Context, bankID string) (store.Stats, error)
+	CancelOperation(ctx context.Context, bankID string, id uuid.UUID) error
+	ClaimDeadLetters(ctx context.Context, bankID, class string, pos []store.DeadLetterPos) ([]store.DeadLetter, error)
+	ClaimDeliveries(ctx context.Context, limit int) ([]store.WebhookDelivery, error)
+	ClearMemories(ctx context.Context, bankID, factType string) (int, error)
+	ClearMemoryObservations(ctx context.Context, bankID string, id uuid.UUID) (int, error)
+	ClearObservations(ctx context.Context, bankID string) (int, error)
+	ConsolidationLeft(ctx context.Context, bankID string, before time.Time) (int, error)
+	CreateDirective(ctx context.Context, d store.Directive) (store.Directive, error)
+	CreateKnowledgeNode(ctx context.Context, n store.KnowledgeNode) (store.KnowledgeNode, error)
 	CreateMentalModel(ctx context.Context, m store.MentalModel) (store.MentalModel, error)
-	UpdateMentalModel(ctx context.Context, bankID string, id uuid.UUID, p store.MentalModelPatch) (store.MentalModel, error)
-	DeleteMentalModel(ctx context.Context, bankID string, id uuid.UUID) error
-	NotifyMentalModel(ctx context.Context, bankID string, id uuid.UUID) error
-	NotifyBankMentalModels(ctx context.Context, bankID string) error
-
-	ListDocuments(ctx context.Context, bankID string, limit, offset int) ([]store.Document, int, error)
+	CreateOperation(ctx context.Context, o store.Operation) (out store.Operation, existing bool, err error)
+	CreateWebhook(ctx context.Context, w store.Webhook) (store.Webhook, error)
+	DeleteBank(ctx context.Context, id string) error
+	DeleteBankAlias(ctx context.Context, bankID, alias string) error
+	DeleteDirective(ctx context.Context, bankID string, id uuid.UUID) error
 	DeleteDocument(ctx context.Context, bankID, docID string) (store.DocumentDeletion, error)
+	DeleteKnowledgeNode(ctx context.Context, bankID string, id uuid.UUID) ([]uuid.UUID, error)
+	DeleteMentalModel(ctx context.Context, bankID string, id uuid.UUID) error
+	DeleteOperation(ctx context.Context, bankID string, id uuid.UUID) error
+	DeleteWebhook(ctx context.Context, bankID string, id uuid.UUID) error
+	DeliveryFailed(ctx context.Context, id uuid.UUID, status *int, body, errMsg string, maxAttempts int, retryIn time.Duration) error
+	DeliverySucceeded(ctx context.Context, id uuid.UUID, status int, body string) error
+	DocumentFiles(ctx context.Context, bankID, docID string) ([]store.StoredFile, error)
+	DocumentHistory(ctx context.Context, bankID, docID string) ([]store.DocumentEvent, error)
+	EditMemory(ctx context.Context, bankID string, id uuid.UUID, e store.MemoryEdit) (store.Memory, error)
+	EnqueueConsolidation(ctx context.Context, bankIDs ...string) error
+	EnsureBank(ctx context.Context, id string) error
+	EntityCooccurrence(ctx context.Context, bankID string, ids []uuid.UUID, min int) ([]store.EntityEdge, error)
+	EntityNeighbourhood(ctx context.Context, bankID string, id uuid.UUID, limit int) (store.EntityGraph, error)
+	EntityObservations(ctx context.Context, bankID string, ids []uuid.UUID, perEntity int) (map[uuid.UUID][]store.EntityObservation, error)
+	EventsPersisted(ctx context.Context, bankID string, keys []string) (int, error)
+	FactScopes(ctx context.Context, bankID string) ([]store.TagScope, error)
+	FinishOperation(ctx context.Context, id uuid.UUID, status, errMsg string, result json.RawMessage) (bool, error)
+	FinishOperationAnnounced(ctx context.Context, id uuid.UUID, status, errMsg string, result json.RawMessage, ev store.WebhookEvent) (bool, error)
+	GetAudit(ctx context.Context, bankID string, id uuid.UUID) (store.AuditEntry, error)
+	GetBank(ctx context.Context, id string) (store.Bank, error)
+	GetChunk(ctx context.Context, id uuid.UUID) (store.Chunk, error)
+	GetDeadLetter(ctx context.Context, bankID string, p store.DeadLetterPos) (store.DeadLetter, error)
+	GetDirective(ctx context.Context, bankID string, id uuid.UUID) (store.Directive, error)
+	GetDocument(ctx context.Context, bankID, docID string) (store.DocumentDetail, error)
+	GetEntity(ctx context.Context, bankID string, id uuid.UUID) (store.EntityDetail, error)
+	GetFile(ctx context.Context, key string) (store.StoredFile, error)
+	GetKnowledgeNode(ctx context.Context, bankID string, id uuid.UUID) (store.KnowledgeNode, error)
+	GetMemories(ctx context.Context, bankID string, ids []uuid.UUID) ([]store.Memory, error)
+	GetMemory(ctx context.Context, bankID string, id uuid.UUID) (store.Memory, error)
+	GetMentalModel(ctx context.Context, bankID string, id uuid.UUID) (store.MentalModel, error)
+	GetObservation(ctx context.Context, bankID string, id uuid.UUID) (store.Observation, error)
+	GetOperation(ctx context.Context, bankID string, id uuid.UUID) (store.Operation, error)
+	GetWebhook(ctx context.Context, bankID string, id uuid.UUID) (store.Webhook, error)
+	InvalidateMemory(ctx context.Context, bankID string, id uuid.UUID, reason string) (store.Memory, error)
+	LinksAmong(ctx context.Context, bankID string, ids []uuid.UUID) ([]store.Link, error)
+	ListAudit(ctx context.Context, bankID, action, transport string, start, end *time.Time, limit, offset int) ([]store.AuditEntry, int, error)
+	ListBankAliases(ctx context.Context, bankID string) ([]store.BankAlias, error)
+	ListBankSummaries(ctx context.Context, ids []string, all bool, q string, limit, offset int) ([]store.BankSummary, int, error)
+	ListChunks(ctx context.Context, bankID, docID string, limit, offset int) ([]store.Chunk, int, error)
+	ListDeadLetters(ctx context.Context, bankID, class string, limit, offset int) ([]store.DeadLetter, int, []store.DeadLetterClass, error)
+	ListDeliveries(ctx context.Context, bankID string, webhookID uuid.UUID, before *time.Time, limit int) ([]store.WebhookDelivery, error)
+	ListDirectives(ctx context.Context, bankID string, activeOnly bool, limit, offset int) ([]store.Directive, int, error)
+	ListDocuments(ctx context.Context, bankID, q string, tags []string, tagsMatch string, limit, offset int) ([]store.Document, int, error)
+	ListEntities(ctx context.Context, bankID, q string, limit, offset int) ([]store.Entity, int, error)
+	ListKnowledgeNodes(ctx context.Context, bankID string) ([]store.KnowledgeNode, error)
+	ListMemories(ctx context.Context, bankID string, f store.MemoryFilter) ([]store.Memory, int, error)
+	ListMentalModels(ctx context.Context, bankID string) ([]store.MentalModel, error)
+	ListOperations(ctx context.Context, bankID, status, kind string, limit, offset int) ([]store.Operation, int, error)
+	ListTags(ctx context.Context, bankID, pattern string, limit, offset int) ([]store.TagCount, int, error)
+	ListWebhooks(ctx context.Context, bankID string, limit, offset int) ([]store.Webhook, int, error)
+	LookupMemories(ctx context.Context, bankID string, ids []uuid.UUID) ([]store.MemoryBrief, error)
+	MemoriesTimeseries(ctx context.Context, bankID, field, trunc string, since time.Time) ([]store.TimeBucket, error)
+	MemoryChunks(ctx context.Context, bankID string, ids []uuid.UUID) (map[uuid.UUID]store.MemoryChunk, error)
+	MemoryHistory(ctx context.Context, bankID string, id uuid.UUID) ([]store.HistoryEntry, error)
+	MemoryProvenance(ctx context.Context, bankID string, id uuid.UUID) (store.Provenance, error)
+	MentalModelHistory(ctx context.Context, bankID string, id uuid.UUID) ([]store.MentalModelVersion, error)
+	MergeEntity(ctx context.Context, bankID string, src, into uuid.UUID) (store.Entity, error)
+	MoveKnowledgeNode(ctx context.Context, bankID string, id uuid.UUID, name *string, move bool, parent *uuid.UUID) (store.KnowledgeNode, error)
+	NotifyBankMentalModels(ctx context.Context, bankID string) error
+	NotifyMentalModel(ctx context.Context, bankID string, id uuid.UUID) error
+	ObservationScopes(ctx context.Context, bankID string, limit, offset int) ([]store.TagScope, int, error)
+	ObservationSources(ctx context.Context, bankID string, ids []uuid.UUID) (map[uuid.UUID][]uuid.UUID, error)
+	OpenOperations(ctx context.Context, limit int) ([]store.Operation, error)
+	OperationItemStates(ctx context.Context, id uuid.UUID) ([]store.ItemState, error)
+	PutBank(ctx context.Context, b store.Bank) (store.Bank, error)
+	PutFile(ctx context.Context, f store.StoredFile) (store.StoredFile, error)
+	ReclaimOperation(ctx context.Context, bankID string, id uuid.UUID, until time.Time) (store.Operation, error)
+	ReleaseOperation(ctx context.Context, id uuid.UUID) error
+	ResetBankConfig(ctx context.Context, bankID string) error
+	RetryOperation(ctx context.Context, bankID string, id uuid.UUID) (store.Operation, error)
+	SetBankAliasPrimary(ctx context.Context, bankID, alias string, primary bool) error
+	SetBankConfig(ctx context.Context, bankID string, overrides map[string]any) (map[string]any, error)
+	SetDocumentTags(ctx context.Context, bankID, docID string, tags []string) error
+	SetOperationItems(ctx context.Context, id uuid.UUID, items []store.OperationItem) error
+	SetOperationResponse(ctx context.Context, id uuid.UUID, response json.RawMessage) error
+	UnclaimDeadLetter(ctx context.Context, bankID string, p store.DeadLetterPos) error
+	UpdateDirective(ctx context.Context, bankID string, id uuid.UUID, p store.DirectivePatch) (store.Directive, error)
+	UpdateMentalModel(ctx context.Context, bankID string, id uuid.UUID, p store.MentalModelPatch) (store.MentalModel, error)
+	UpdateWebhook(ctx context.Context, bankID string, id uuid.UUID, p store.WebhookPatch) (store.Webhook, error)
 
 	inspectStore
 }
@@ -72,6 +149,9 @@ type Reflector interface {
 // source question and stores it.
 type MentalModelRefresher interface {
 	Refresh(ctx context.Context, bankID, id string) error
+	// DryRefresh returns what Refresh would write, and the ids of the
+	// observations it rests on, writing nothing.
+	DryRefresh(ctx context.Context, bankID, id string) (string, []string, error)
 }
 
 // ChangeListener delivers mental-model changes made by any replica, so the
@@ -86,9 +166,10 @@ type Recaller interface {
 	Recall(ctx context.Context, req recall.Request) (recall.Response, error)
 }
 
-// Publisher produces events to Kafka and returns once they are acknowledged.
+// Publisher produces events to Kafka and returns once they are
+// acknowledged, with the position each landed at.
 type Publisher interface {
-	Publish(ctx context.Context, events []event.Event) error
+	Publish(ctx context.Context, events []event.Event) ([]event.Position, error)
 }
 
 // Gate is the defense check retain applies before producing.
@@ -104,13 +185,19 @@ type Config struct {
 	Addr         string
 	MaxBodyBytes int64
 	RetainWait   time.Duration
-	ReadTimeout  time.Duration
-	WriteTimeout time.Duration
-	Auth         config.Auth
-	BasePolicy   defense.Policy
+	// MaxEventBytes is kafka.max_event_bytes: a retained item larger than
+	// this as an event is refused, since the pipeline would dead-letter it.
+	MaxEventBytes int
+	ReadTimeout   time.Duration
+	WriteTimeout  time.Duration
+	Auth          config.Auth
+	BasePolicy    defense.Policy
 	// MentalModelCacheSize bounds the mental-model LRU (entries; default
 	// 4096).
 	MentalModelCacheSize int
+	// Version is memstream's version, reported by /health/live and
+	// /version.
+	Version string
 	// RequestTimeout bounds each request's work, so a slow query is
 	// cancelled instead of outliving its client (default 30 s; retain
 	// gets RetainWait on top).
@@ -146,6 +233,19 @@ type Deps struct {
 	DeadLetters DeadLetterArchive
 	// Redact masks secrets in dead-letter values before they are shown.
 	Redact func(string) string
+	// CheckLLM, when set, tells whether the configured LLM answers
+	// (…/health/llm); without it the offline providers are reported.
+	CheckLLM LLMChecker
+	// Embedder embeds a memory's new text when it is edited; without it a
+	// text edit answers 503.
+	Embedder TextEmbedder
+	// Extractor extracts facts for …/memories/dry-run-extract.
+	Extractor DryRunExtractor
+}
+
+// TextEmbedder embeds document texts (package embed).
+type TextEmbedder interface {
+	EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error)
 }
 
 // Server is the HTTP API.
@@ -164,6 +264,14 @@ type Server struct {
 	// patterns are the mux patterns registered by handle, for the OpenAPI
 	// drift test.
 	patterns []string
+
+	// runners carry out the operation kinds the API owns (refreshes,
+	// transfers), by kind.
+	runners map[string]func(ctx context.Context, o store.Operation) (json.RawMessage, error)
+	wake    chan struct{}
+	aliases aliasCache
+
+	started time.Time
 
 	startOnce sync.Once
 	stop      context.CancelFunc
@@ -186,6 +294,9 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 10 << 20
 	}
+	if cfg.MaxEventBytes <= 0 {
+		cfg.MaxEventBytes = event.DefaultMaxBytes
+	}
 	if cfg.RetainWait <= 0 {
 		cfg.RetainWait = 30 * time.Second
 	}
@@ -195,7 +306,13 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if !cfg.Auth.Disabled && len(cfg.Auth.Keys) == 0 && cfg.Addr != "" && !config.IsLoopback(cfg.Addr) {
 		return nil, fmt.Errorf("config http.addr: %s is not loopback and no auth.keys are configured", cfg.Addr)
 	}
-	s := &Server{cfg: cfg, d: d, log: d.Logger, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, d: d, log: d.Logger, mux: http.NewServeMux(), wake: make(chan struct{}, 1), started: time.Now()}
+	s.runners = map[string]func(ctx context.Context, o store.Operation) (json.RawMessage, error){
+		"refresh_mental_model": s.runRefresh,
+		"export":               s.runExport,
+		"import":               s.runImport,
+		"clone":                s.runClone,
+	}
 	for _, k := range cfg.Auth.Keys {
 		ak := apiKey{name: k.Name, banks: map[string]bool{}, scopes: map[string]bool{}}
 		if k.Key != "" {
@@ -249,7 +366,46 @@ func New(cfg Config, d Deps) (*Server, error) {
 }
 
 // Handler exposes the routes (tests use httptest with it).
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+
+// serveHTTP answers requests no route matches in the API's JSON error
+// shape (the mux alone answers them in plain text): 405 with Allow for a
+// known path and another method, 404 otherwise.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	// Handler only finds the route; ServeHTTP also sets the path values.
+	h, pattern := s.mux.Handler(r)
+	if pattern != "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	probe := &headerProbe{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	switch probe.status {
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", probe.header.Get("Allow"))
+		writeJSON(w, probe.status, map[string]any{"error": &apiError{Code: "method_not_allowed",
+			Message: r.Method + " is not allowed on " + r.URL.Path + "; allowed: " + probe.header.Get("Allow")}})
+	case http.StatusNotFound, 0:
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": &apiError{Code: "route_not_found",
+			Message: "no route " + r.Method + " " + r.URL.Path + "; see /openapi.json"}})
+	default:
+		// The mux's own redirects (a cleaned path, a trailing slash).
+		for k, v := range probe.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(probe.status)
+	}
+}
+
+// headerProbe records what the mux would answer, without writing it.
+type headerProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *headerProbe) Header() http.Header         { return p.header }
+func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *headerProbe) WriteHeader(code int)        { p.status = code }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
@@ -292,7 +448,14 @@ func (s *Server) handle(pattern, route, scope string, h handlerFunc) {
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		r = r.WithContext(ctx)
-		if key, err := s.authorize(r, scope); err != nil {
+		if bank := r.PathValue("bank_id"); bank != "" {
+			if real := s.resolveBank(r.Context(), bank); real != bank {
+				r.SetPathValue("bank_id", real)
+			}
+		}
+		if err := checkParams(r, pattern); err != nil {
+			s.writeError(rec, r, err)
+		} else if key, err := s.authorize(r, scope); err != nil {
 			s.writeError(rec, r, err)
 		} else {
 			if key != nil {
@@ -300,6 +463,9 @@ func (s *Server) handle(pattern, route, scope string, h handlerFunc) {
 			}
 			if err := h(rec, r); err != nil {
 				s.writeError(rec, r, err)
+			}
+			if scope != "" {
+				s.audit(r, route, rec.status, start)
 			}
 		}
 		s.reqs.WithLabelValues(route, fmt.Sprintf("%dxx", rec.status/100)).Observe(time.Since(start).Seconds())
@@ -379,7 +545,7 @@ func (s *Server) Serve(ctx context.Context, ready chan<- string) error {
 	}
 	s.Start(ctx)
 	defer s.Close()
-	s.srv = &http.Server{Handler: s.mux, ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: s.Handler(), ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout, ReadHeaderTimeout: 10 * time.Second}
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -399,15 +565,25 @@ func (s *Server) Serve(ctx context.Context, ready chan<- string) error {
 	return nil
 }
 
-// Start starts the background work of the server: the mental-model change
-// listener, when Deps.Listener is set. Serve calls it; tests that use
+// Start starts the background work of the server: the operation runner,
+// the webhook sender and the mental-model change listener (when
+// Deps.Listener is set). Serve calls it; tests that use
 // Handler call it themselves. It is safe to call more than once.
 func (s *Server) Start(ctx context.Context) {
 	s.startOnce.Do(func() {
+		ctx, s.stop = context.WithCancel(ctx)
+		s.wg.Add(2)
+		go func() {
+			defer s.wg.Done()
+			s.runOperations(ctx)
+		}()
+		go func() {
+			defer s.wg.Done()
+			s.sendWebhooks(ctx)
+		}()
 		if s.d.Listener == nil {
 			return
 		}
-		ctx, s.stop = context.WithCancel(ctx)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -471,35 +647,124 @@ func (s *Server) table() []route {
 	const b = "/v1/default/banks/{bank_id}"
 	return append([]route{
 		{"GET", "/health", "health", "", "Liveness.", s.health, ""},
+		{"GET", "/health/live", "get_liveness", "", "Liveness with version and uptime (Hindsight).", s.liveness, ""},
 		{"GET", "/health/ready", "ready", "", "Readiness: the dependencies of this replica's roles reachable (database; brokers for ingest), not draining.", s.ready, ""},
+		{"GET", "/version", "get_version", "", "API version and feature flags (Hindsight).", s.version, ""},
 		{"GET", "/openapi.json", "openapi", "", "This OpenAPI 3 description.", s.openapi, ""},
 		{"GET", "/metrics", "metrics", "", "Prometheus metrics.", s.metrics, ""},
-		{"GET", "/v1/default/banks", "banks_list", "read", "List banks.", s.listBanks, ""},
+		{"GET", "/v1/default/banks", "banks_list", "read", "List banks (query: q, limit, offset).", s.listBanks, ""},
 		{"GET", b, "bank_get", "read", "Get a bank profile.", s.getBank, ""},
 		{"PUT", b, "bank_put", "admin", "Create or replace a bank profile.", s.putBank, "Bank"},
 		{"PATCH", b, "bank_patch", "admin", "Change fields of a bank profile (disposition, defense policy, consolidation pause/resume).", s.patchBank, "Bank"},
 		{"DELETE", b, "bank_delete", "admin", "Delete a bank and everything in it.", s.deleteBank, ""},
-		{"POST", b + "/memories", "retain", "write", "Retain: produce items to Kafka; with async:false wait until persisted.", s.retain, "RetainRequest"},
+		{"GET", b + "/profile", "get_bank_profile", "read", "Retired in Hindsight 1.1.0: answers 410 (use …/config).", s.profileRetired, ""},
+		{"PUT", b + "/profile", "update_bank_disposition", "admin", "Retired in Hindsight 1.1.0: answers 410 (use …/config).", s.profileRetired, ""},
+		{"POST", b + "/background", "add_bank_background", "admin", "Retired in Hindsight 1.1.0: answers 410 (use …/config).", s.profileRetired, ""},
+		{"GET", b + "/config", "get_bank_config", "read", "The bank's resolved configuration and its overrides.", s.getBankConfig, ""},
+		{"PATCH", b + "/config", "update_bank_config", "admin", "Set configuration overrides of the bank.", s.patchBankConfig, "BankConfigUpdate"},
+		{"DELETE", b + "/config", "reset_bank_config", "admin", "Remove every configuration override of the bank.", s.resetBankConfig, ""},
+		{"GET", b + "/aliases", "list_bank_aliases", "read", "Other names of the bank.", s.listBankAliases, ""},
+		{"POST", b + "/aliases", "create_bank_alias", "admin", "Add a name the bank answers to.", s.createBankAlias, "BankAlias"},
+		{"PATCH", b + "/aliases/{alias}", "set_bank_alias_primary", "admin", "Make an alias the bank's primary name, or not.", s.setBankAliasPrimary, "BankAliasPrimary"},
+		{"DELETE", b + "/aliases/{alias}", "delete_bank_alias", "admin", "Remove an alias.", s.deleteBankAlias, ""},
+		{"GET", b + "/stats", "stats", "read", "Bank counters: Hindsight's names and memstream's own.", s.stats, ""},
+		{"GET", b + "/stats/memories-timeseries", "get_memories_timeseries", "read", "Memories per time bucket and fact type (query: period, time_field).", s.memoriesTimeseries, ""},
+		{"POST", b + "/health/llm", "test_bank_llm", "read", "Whether the LLM each operation uses answers.", s.testBankLLM, ""},
+		{"POST", b + "/prompts/preview", "preview_prompt", "read", "The prompt an operation would send (retain, consolidation, reflect).", s.previewPrompt, "PromptPreviewRequest"},
+		{"POST", b + "/consolidate", "trigger_consolidation", "write", "Consolidate the bank's pending facts now; returns an operation.", s.triggerConsolidation, ""},
+		{"POST", b + "/consolidation/recover", "recover_consolidation", "write", "Requeue consolidation of facts whose consolidation failed.", s.recoverConsolidation, ""},
+		{"POST", b + "/consolidation-strategies/preview", "preview_consolidation_strategies", "read", "How tag scopes would split the bank's facts for consolidation.", s.previewStrategies, "ConsolidationStrategiesPreviewRequest"},
+
+		{"POST", b + "/memories", "retain", "write", "Retain: validate as the pipeline does, produce to Kafka; with async:false report each item's outcome.", s.retain, "RetainRequest"},
+		{"DELETE", b + "/memories", "clear_bank_memories", "write", "Delete every memory of the bank (query: type).", s.clearBankMemories, ""},
 		{"POST", b + "/memories/recall", "recall", "read", "Recall: four retrievers, fusion, rerank, token budget.", s.recall, "RecallRequest"},
-		{"GET", b + "/memories/list", "memories_list", "read", "List memories (query: type, q, state, limit, offset).", s.listMemories, ""},
+		{"POST", b + "/memories/dry-run-extract", "dry_run_extract_memories", "read", "Extract facts from content without storing anything.", s.dryRunExtract, "DryRunExtractRequest"},
+		{"GET", b + "/memories/list", "memories_list", "read", "List memories (query: type, q, state, document_id, entity_id, tags, tags_match, time_field, start_date, end_date, limit, offset).", s.listMemories, ""},
 		{"GET", b + "/memories/{memory_id}", "memory_get", "read", "Get one memory.", s.getMemory, ""},
+		{"PATCH", b + "/memories/{memory_id}", "update_memory", "write", "Edit a memory (text, context, dates, type, state); the change is kept in its history.", s.updateMemory, "UpdateMemoryRequest"},
 		{"DELETE", b + "/memories/{memory_id}", "memory_invalidate", "write", "Invalidate one memory (query: reason); the row stays, recall skips it.", s.invalidateMemory, ""},
-		{"POST", b + "/reflect", "reflect", "read", "Reflect: an agent loop over memories, observations and mental models.", s.reflectQuery, "ReflectRequest"},
+		{"GET", b + "/memories/{memory_id}/history", "get_observation_history", "read", "Every change to a memory or observation.", s.memoryHistory, ""},
+		{"DELETE", b + "/memories/{memory_id}/observations", "clear_memory_observations", "write", "Delete the observations built on one memory.", s.clearMemoryObservations, ""},
+		{"GET", b + "/graph", "get_graph", "read", "The memory graph: memories and their links (query: type, limit, q, tags, tags_match, document_id, chunk_id).", s.memoryGraph, ""},
+		{"GET", b + "/tags", "list_tags", "read", "Tags in use with their counts (query: q, limit, offset).", s.listTags, ""},
+		{"GET", b + "/attachments/{attachment_id}", "get_bank_attachment", "read", "The bytes of a file retained with retain_files.", s.getAttachment, ""},
+		{"POST", b + "/files/retain", "file_retain", "write", "Retain uploaded text files (multipart); returns one operation per file.", s.fileRetain, ""},
+
+		{"POST", b + "/reflect", "reflect", "read", "Reflect: an agent loop over memories, observations and mental models, following the bank's directives.", s.reflectQuery, "ReflectRequest"},
 		{"GET", b + "/observations", "observations_list", "read", "List observations with proof_count and trend (query: q, state, limit, offset).", s.listObservations, ""},
+		{"DELETE", b + "/observations", "clear_observations", "write", "Delete every observation of the bank; facts go back to consolidation.", s.clearObservations, ""},
+		{"GET", b + "/observations/scopes", "list_observation_scopes", "read", "The tag scopes observations are kept in, with counts.", s.observationScopes, ""},
 		{"GET", b + "/observations/{observation_id}", "observation_get", "read", "Get one observation with its evidence, proof_count, trend and history.", s.getObservation, ""},
-		{"GET", b + "/entities", "entities_list", "read", "List entities (query: q, limit, offset).", s.listEntities, ""},
-		{"GET", b + "/entities/{entity_id}", "entity_get", "read", "Get one entity with its aliases and recent facts.", s.getEntity, ""},
+
+		{"GET", b + "/entities", "entities_list", "read", "List entities (query: q, tags, tags_match, limit, offset).", s.listEntities, ""},
+		{"GET", b + "/entities/graph", "get_entity_graph", "read", "Entities and how often they are mentioned together (query: limit, min_count).", s.entitiesGraph, ""},
+		{"GET", b + "/entities/{entity_id}", "entity_get", "read", "Get one entity with its aliases, observations and recent facts.", s.getEntity, ""},
 		{"POST", b + "/entities/{entity_id}/merge", "entity_merge", "write", "Merge this entity into another.", s.mergeEntity, "EntityMergeRequest"},
 		{"POST", b + "/entities/{entity_id}/aliases", "entity_alias", "write", "Add an alias to an entity.", s.addEntityAlias, "EntityAliasRequest"},
-		{"GET", b + "/mental-models", "mental_models_list", "read", "List mental models.", s.listMentalModels, ""},
-		{"POST", b + "/mental-models", "mental_model_create", "write", "Create a mental model.", s.createMentalModel, "MentalModelCreate"},
+		{"POST", b + "/entities/{entity_id}/regenerate", "regenerate_entity_observations", "write", "Retired in Hindsight 1.1.0: answers 410.", s.regenerateRetired, ""},
+
+		{"GET", b + "/mental-models", "mental_models_list", "read", "List mental models (query: tags, tags_match, limit, offset).", s.listMentalModels, ""},
+		{"POST", b + "/mental-models", "mental_model_create", "write", "Create a mental model; its first content is generated by an operation.", s.createMentalModel, "MentalModelCreate"},
 		{"GET", b + "/mental-models/{mental_model_id}", "mental_model_get", "read", "Get a mental model (served from the LRU cache).", s.getMentalModel, ""},
 		{"PATCH", b + "/mental-models/{mental_model_id}", "mental_model_patch", "write", "Change fields of a mental model.", s.patchMentalModel, "MentalModelPatch"},
 		{"DELETE", b + "/mental-models/{mental_model_id}", "mental_model_delete", "write", "Delete a mental model.", s.deleteMentalModel, ""},
-		{"POST", b + "/mental-models/{mental_model_id}/refresh", "mental_model_refresh", "write", "Regenerate a mental model from its source query.", s.refreshMentalModel, ""},
-		{"GET", b + "/documents", "documents_list", "read", "List documents (query: limit, offset).", s.listDocuments, ""},
+		{"POST", b + "/mental-models/{mental_model_id}/refresh", "mental_model_refresh", "write", "Regenerate a mental model from its source query; returns an operation.", s.refreshMentalModel, ""},
+		{"POST", b + "/mental-models/{mental_model_id}/dry-run-refresh", "dry_run_refresh_mental_model", "write", "What a refresh would write, without writing it.", s.dryRunRefresh, ""},
+		{"POST", b + "/mental-models/{mental_model_id}/clear", "clear_mental_model", "write", "Empty a mental model's content, keeping its definition.", s.clearMentalModel, ""},
+		{"GET", b + "/mental-models/{mental_model_id}/history", "get_mental_model_history", "read", "Every content a mental model had.", s.mentalModelHistory, ""},
+
+		{"GET", b + "/directives", "list_directives", "read", "List directives (query: tags, tags_match, active_only, limit, offset).", s.listDirectives, ""},
+		{"POST", b + "/directives", "create_directive", "write", "Create a directive: a rule reflect follows.", s.createDirective, "DirectiveCreate"},
+		{"GET", b + "/directives/{directive_id}", "get_directive", "read", "Get one directive.", s.getDirective, ""},
+		{"PATCH", b + "/directives/{directive_id}", "update_directive", "write", "Change fields of a directive.", s.patchDirective, "DirectivePatch"},
+		{"DELETE", b + "/directives/{directive_id}", "delete_directive", "write", "Delete a directive.", s.deleteDirective, ""},
+
+		{"GET", b + "/documents", "documents_list", "read", "List documents (query: q, tags, tags_match, limit, offset).", s.listDocuments, ""},
+		{"GET", b + "/documents/{document_id}", "get_document", "read", "Get one document with its text and counts.", s.getDocument, ""},
+		{"PATCH", b + "/documents/{document_id}", "update_document", "write", "Change a document's tags (its memories' too).", s.updateDocument, "UpdateDocumentRequest"},
 		{"DELETE", b + "/documents/{document_id}", "document_delete", "write", "Delete a document and everything derived from it.", s.deleteDocument, ""},
-		{"GET", b + "/stats", "stats", "read", "Bank counters.", s.stats, ""},
+		{"GET", b + "/documents/{document_id}/chunks", "list_document_chunks", "read", "The chunks of a document (query: limit, offset).", s.listDocumentChunks, ""},
+		{"GET", b + "/documents/{document_id}/history", "get_document_history", "read", "What happened to a document: each retain and edit (query: limit, offset).", s.documentHistory, ""},
+		{"POST", b + "/documents/{document_id}/reprocess", "reprocess_document", "write", "Extract a document again from its stored chunks; returns an operation.", s.reprocessDocument, ""},
+		{"GET", "/v1/default/chunks/{chunk_id}", "get_chunk", "read", "Get one chunk (of a bank the key may read).", s.getChunk, ""},
+
+		{"GET", b + "/operations", "list_operations", "read", "List async operations (query: status, type, limit, offset).", s.listOperations, ""},
+		{"GET", b + "/operations/{operation_id}", "get_operation_status", "read", "One operation; a retain's lists what became of each item.", s.getOperation, ""},
+		{"DELETE", b + "/operations/{operation_id}", "cancel_operation", "write", "Cancel a pending operation.", s.cancelOperation, ""},
+		{"POST", b + "/operations/{operation_id}/retry", "retry_operation", "write", "Run a failed or cancelled operation again.", s.retryOperation, ""},
+		{"DELETE", b + "/operations/{operation_id}/delete", "delete_operation", "write", "Delete the record of a finished operation.", s.deleteOperation, ""},
+
+		{"GET", b + "/webhooks", "list_webhooks", "read", "List webhooks.", s.listWebhooks, ""},
+		{"POST", b + "/webhooks", "create_webhook", "admin", "Create a webhook: signed deliveries of the bank's events, retried from a queue.", s.createWebhook, "WebhookCreate"},
+		{"PATCH", b + "/webhooks/{webhook_id}", "update_webhook", "admin", "Change fields of a webhook.", s.patchWebhook, "WebhookPatch"},
+		{"DELETE", b + "/webhooks/{webhook_id}", "delete_webhook", "admin", "Delete a webhook.", s.deleteWebhook, ""},
+		{"GET", b + "/webhooks/{webhook_id}/deliveries", "list_webhook_deliveries", "read", "A webhook's deliveries, newest first (query: limit, cursor).", s.listWebhookDeliveries, ""},
+
+		{"GET", b + "/export", "export_bank_template", "read", "The bank's configuration, mental models and directives as a template.", s.exportTemplate, ""},
+		{"POST", b + "/import", "import_bank_template", "admin", "Apply a bank template (query: dry_run).", s.importTemplate, "BankTemplateManifest"},
+		{"GET", "/v1/bank-template-schema", "get_bank_template_schema", "", "The JSON Schema of a bank template.", s.templateSchema, ""},
+		{"POST", b + "/transfer/export", "export_bank_transfer", "read", "Export the bank to an archive; returns an operation whose result names the file.", s.exportTransfer, ""},
+		{"POST", b + "/transfer/import", "import_bank_transfer", "admin", "Import an archive into the bank (multipart); returns an operation.", s.importTransfer, ""},
+		{"POST", b + "/clone", "clone_bank", "admin", "Copy the bank into another (query: target_bank_id); returns an operation.", s.cloneBank, ""},
+		{"GET", "/v1/default/files/download/{key}", "download_file", "read", "Download a file an operation produced (an export archive).", s.downloadFile, ""},
+		{"GET", b + "/document-transfer", "export_documents_sync_removed", "read", "Retired in Hindsight 1.1.0: answers 410.", s.documentTransferRetired, ""},
+		{"POST", b + "/document-transfer", "import_documents", "admin", "Deprecated in Hindsight 1.1.0: use …/transfer/import.", s.documentTransferRetired, ""},
+		{"POST", b + "/document-transfer/export", "export_documents", "read", "Deprecated in Hindsight 1.1.0: use …/transfer/export.", s.documentTransferRetired, ""},
+
+		{"GET", b + "/knowledge-base/tree", "get_knowledge_base_tree", "read", "The knowledge base: folders and pages (pages are mental models).", s.knowledgeTree, ""},
+		{"POST", b + "/knowledge-base/folders", "create_knowledge_folder", "write", "Create a folder.", s.createKnowledgeFolder, "CreateFolderRequest"},
+		{"POST", b + "/knowledge-base/pages", "create_knowledge_page", "write", "Create a page: a mental model placed in the tree.", s.createKnowledgePage, "CreatePageRequest"},
+		{"GET", b + "/knowledge-base/pages/{page_id}", "get_knowledge_page", "read", "A page with its markdown.", s.getKnowledgePage, ""},
+		{"GET", b + "/knowledge-base/search", "search_knowledge_base", "read", "Search pages (query: q, limit).", s.searchKnowledgeBase, ""},
+		{"GET", b + "/knowledge-base/export", "export_knowledge_base", "read", "Every page as a markdown file.", s.exportKnowledgeBase, ""},
+		{"PATCH", b + "/knowledge-base/nodes/{node_id}", "update_knowledge_node", "write", "Rename, move or edit a folder or page.", s.updateKnowledgeNode, "UpdateNodeRequest"},
+		{"DELETE", b + "/knowledge-base/nodes/{node_id}", "delete_knowledge_node", "write", "Delete a folder (with what it holds) or a page.", s.deleteKnowledgeNode, ""},
+
+		{"GET", b + "/audit-logs", "list_audit_logs", "read", "What was done to the bank through the API (query: action, transport, start_date, end_date, limit, offset).", s.listAuditLogs, ""},
+		{"GET", b + "/audit-logs/stats", "audit_log_stats", "read", "Audit log counts per time bucket and action (query: action, period).", s.auditLogStats, ""},
+		{"GET", b + "/audit-logs/{log_id}", "get_audit_log", "read", "One audit log entry.", s.getAuditLog, ""},
+		{"GET", b + "/llm-requests", "list_llm_requests", "read", "LLM request traces: not recorded by memstream (501).", s.llmTracesNotServed, ""},
+		{"GET", b + "/llm-requests/stats", "llm_request_stats", "read", "LLM request statistics: not recorded by memstream (501).", s.llmTracesNotServed, ""},
 	}, s.inspectRoutes()...)
 }
 
@@ -559,17 +824,4 @@ func (s *Server) bankID(r *http.Request) (string, error) {
 		return "", badRequest("bank_id", "bank_id must match "+event.BankIDPattern.String())
 	}
 	return id, nil
-}
-
-func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
-	id, err := s.bankID(r)
-	if err != nil {
-		return err
-	}
-	st, err := s.d.Store.BankStats(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, st)
-	return nil
 }

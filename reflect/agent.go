@@ -36,7 +36,22 @@ Finish by calling done with the answer and the ids of the memories, observations
 // systemPrompt is the agent's instructions with the disposition compiled
 // in.
 func (s *session) systemPrompt() string {
-	return agentInstructions + "\n" + dispositionPrompt(s.disp) + "\nToday is " + s.now.UTC().Format(time.DateOnly) + ".\n"
+	p := agentInstructions + "\n" + dispositionPrompt(s.disp) + "\nToday is " + s.now.UTC().Format(time.DateOnly) + ".\n"
+	if len(s.req.Directives) > 0 {
+		p += "\nDirectives of this memory bank. Follow every one of them in your answer; they override the rules above:\n"
+		for _, d := range s.req.Directives {
+			p += "- " + d + "\n"
+		}
+	}
+	return p
+}
+
+// userPrompt is the question, with the caller's context when given.
+func (s *session) userPrompt() string {
+	if strings.TrimSpace(s.req.Context) == "" {
+		return s.req.Query
+	}
+	return s.req.Query + "\n\nContext: " + s.req.Context
 }
 
 // agent runs the tool-calling loop and returns the response (without
@@ -57,7 +72,7 @@ func (s *session) agent(ctx context.Context) (Response, string, error) {
 	toolTokens := s.r.tok.Count(string(toolsJSON))
 	msgs := []openai.ChatCompletionMessage{
 		{Role: openai.ChatMessageRoleSystem, Content: s.systemPrompt()},
-		{Role: openai.ChatMessageRoleUser, Content: s.req.Query},
+		{Role: openai.ChatMessageRoleUser, Content: s.userPrompt()},
 	}
 	summarised := false
 	stop := stopMaxIterations
@@ -211,7 +226,7 @@ func (s *session) synthesise(ctx context.Context, deadline time.Time) (Response,
 	room := cfg.ContextTokens - s.r.tok.Count(sys) - s.r.tok.Count(s.req.Query) - cfg.AnswerTokens - 64
 	msgs := []openai.ChatCompletionMessage{
 		{Role: openai.ChatMessageRoleSystem, Content: sys},
-		{Role: openai.ChatMessageRoleUser, Content: s.req.Query},
+		{Role: openai.ChatMessageRoleUser, Content: s.userPrompt()},
 		{Role: openai.ChatMessageRoleUser, Content: "No more searching is possible. Everything found in memory:\n" + s.digest(max(room, 0)) +
 			"\nAnswer the question now from this evidence only, citing the ids you use as [id]."},
 	}

@@ -677,3 +677,30 @@ func TestWallClockTimeoutStillAnswers(t *testing.T) {
 		t.Errorf("forced %v stop %q based on %+v text %q", resp.Trace.Forced, resp.Trace.StopReason, resp.BasedOn, resp.Text)
 	}
 }
+
+// Directives (Hindsight's bank rules) are in the agent's instructions and
+// the caller's context is with the question.
+func TestDirectivesAndContextInPrompt(t *testing.T) {
+	t.Parallel()
+	r, f, _ := newTestReflector(t, func(int, openai.ChatCompletionRequest) step {
+		return step{calls: [][2]string{{ToolDone, args(map[string]any{"answer": "ok"})}}}
+	}, Config{})
+	if _, err := r.Reflect(context.Background(), Request{BankID: "alice", Query: "Where does Alice live?", Context: "a travel quiz",
+		Directives: []string{"Answer in French.", "Never mention salaries."}}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := f.requests()[0].Messages
+	if !strings.Contains(msgs[0].Content, "- Answer in French.\n- Never mention salaries.") {
+		t.Fatalf("system prompt lacks the directives:\n%s", msgs[0].Content)
+	}
+	if !strings.Contains(msgs[1].Content, "Where does Alice live?") || !strings.Contains(msgs[1].Content, "Context: a travel quiz") {
+		t.Fatalf("user message: %q", msgs[1].Content)
+	}
+	// Without directives the instructions say nothing about them.
+	if _, err := r.Reflect(context.Background(), Request{BankID: "alice", Query: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(f.requests()[1].Messages[0].Content, "Directives") {
+		t.Fatal("directives section without directives")
+	}
+}

@@ -15,6 +15,12 @@ type Request struct {
 	QueryTimestamp *time.Time `json:"query_timestamp,omitempty"`
 	// Disposition overrides the bank's traits for this request.
 	Disposition *Disposition `json:"disposition,omitempty"`
+	// Context is background the caller adds to the question.
+	Context string `json:"context,omitempty"`
+	// Directives are the bank's hard rules for answers (Hindsight
+	// directives): the agent's instructions carry them, highest priority
+	// first.
+	Directives []string `json:"directives,omitempty"`
 }
 
 // Disposition is a bank's character: each trait is 1–5 (default 3).

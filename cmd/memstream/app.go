@@ -265,12 +265,14 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 		return a, err
 	}
 	policies := pipeline.NewCachedPolicies(a.st, basePolicy(cfg), 5*time.Second)
-	if rl.ingest {
-		res, err := pipeline.NewStoreResolver(a.st)
-		if err != nil {
+	var ex pipeline.Extractor
+	if rl.ingest || rl.api {
+		if ex, err = newExtractor(cfg, reg, log); err != nil {
 			return a, err
 		}
-		ex, err := newExtractor(cfg, reg, log)
+	}
+	if rl.ingest {
+		res, err := pipeline.NewStoreResolver(a.st)
 		if err != nil {
 			return a, err
 		}
@@ -358,11 +360,11 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 			return a, err
 		}
 		a.api, err = recallapi.New(recallapi.Config{
-			Addr: cfg.HTTP.Addr, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, RetainWait: cfg.HTTP.RetainWait,
-			ReadTimeout: cfg.HTTP.ReadTimeout, WriteTimeout: cfg.HTTP.WriteTimeout, Auth: cfg.Auth, BasePolicy: basePolicy(cfg),
+			Addr: cfg.HTTP.Addr, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, RetainWait: cfg.HTTP.RetainWait, MaxEventBytes: cfg.Kafka.MaxEventBytes,
+			ReadTimeout: cfg.HTTP.ReadTimeout, WriteTimeout: cfg.HTTP.WriteTimeout, Auth: cfg.Auth, BasePolicy: basePolicy(cfg), Version: version,
 		}, recallapi.Deps{Store: a.st, Recaller: rc, Publisher: broker.NewPublisher(a.prod, cfg.Kafka.Topics[0]), Gate: gate,
 			Ready: ready, Gatherer: reg, Registerer: reg, Logger: log, OnPolicyChange: policies.Invalidate,
-			Reflector: rf, Refresher: a.worker, Listener: a.st, Console: ui,
+			Reflector: rf, Refresher: a.worker, Listener: a.st, Console: ui, Embedder: emb, Extractor: ex, CheckLLM: llmCheck(cfg),
 			DeadLetters: broker.NewDeadLetterArchive(a.prod, brokers, cfg.Kafka.ClientID+"-console", cfg.Kafka.DLQTopic, cfg.Kafka.Topics[0]),
 			Redact:      redactor.RedactAll})
 		if err != nil {
@@ -387,6 +389,21 @@ func (a *app) readiness(rl roles) map[string]func(context.Context) error {
 		ready["kafka"] = func(ctx context.Context) error { return a.prod.Ping(ctx) }
 	}
 	return ready
+}
+
+// llmCheck tells /…/health/llm whether the configured LLM answers; nil
+// with the offline providers.
+func llmCheck(cfg config.Config) recallapi.LLMChecker {
+	if cfg.LLM.Provider != "openai" {
+		return nil
+	}
+	oc := openai.DefaultConfig(cfg.LLM.APIKey)
+	oc.BaseURL = cfg.LLM.BaseURL
+	cl := openai.NewClientWithConfig(oc)
+	return func(ctx context.Context) error {
+		_, err := cl.ListModels(ctx)
+		return err
+	}
 }
 
 // newReflector builds reflect with the configured LLM, or the offline
