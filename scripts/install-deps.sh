@@ -242,3 +242,11 @@ log "ok: PostgreSQL $PG_MAJOR ($PG_CONFIG) with $(sed -n "s/^default_version = '
 
 # --- 6. The local embedding model (embed.provider: local) -------------------------
 "$(dirname "$0")/install-model.sh"
+
+# --- 7. Python with venv, for the Hindsight client suite (tests/compat) ----------
+# The suite installs Hindsight's client from PyPI into a virtualenv it keeps in
+# the user cache directory; it needs python3 and its venv module.
+if ! command -v python3 >/dev/null || ! python3 -m venv --help >/dev/null 2>&1; then
+	log "installing python3 and python3-venv (for tests/compat)"
+	apt_install python3 python3-venv python3-pip
+fi

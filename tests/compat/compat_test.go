@@ -1,0 +1,392 @@
+package compat
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/COMPATIBILITY.md from the measured results")
+
+const (
+	adminKey = "compat-admin-key-0001"
+	bankKey  = "compat-scoped-key-0002"
+)
+
+// TestHindsightClient runs Hindsight's own Python client (hindsight-client
+// 1.1.0 from PyPI, in a cached virtualenv) and one of Hindsight's published
+// integrations against a real `memstream serve` with embedded Kafka and a
+// managed PostgreSQL, then holds docs/COMPATIBILITY.md to what it measured.
+func TestHindsightClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the client suite starts a server and a Python virtualenv")
+	}
+	py := venv(t)
+	bin := buildMemstream(t)
+	url := startServer(t, bin)
+
+	results := filepath.Join(t.TempDir(), "results.json")
+	cmd := exec.Command(filepath.Join(py, "bin", "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfEX", ".")
+	cmd.Env = append(os.Environ(), "MEMSTREAM_URL="+url, "MEMSTREAM_ADMIN_KEY="+adminKey,
+		"MEMSTREAM_BANK_KEY="+bankKey, "COMPAT_RESULTS="+results, "PYTHONDONTWRITEBYTECODE=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	runErr := cmd.Run()
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	summary := lines[len(lines)-1]
+	t.Logf("pytest: %s", summary)
+
+	rep, err := readResults(results)
+	if err != nil {
+		t.Fatalf("read pytest results: %v\n%s", err, out.String())
+	}
+	doc := rep.markdown()
+	t.Logf("client methods working: %s", rep.headline())
+	checkDoc(t, doc)
+	if runErr != nil {
+		t.Fatalf("the client suite failed (%v):\n%s", runErr, out.String())
+	}
+}
+
+// venv returns a virtualenv with requirements.txt installed. It lives in
+// the user cache directory, keyed by the requirements, so it is built once
+// per machine and never inside the repository.
+func venv(t *testing.T) string {
+	t.Helper()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("python3 is missing; scripts/install-deps.sh installs it")
+		}
+		t.Skip("python3 is not installed")
+	}
+	req, err := os.ReadFile("requirements.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(req)
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "memstream", "compat-venv-"+hex.EncodeToString(sum[:6]))
+	if _, err := os.Stat(filepath.Join(dir, ".complete")); err == nil {
+		return dir
+	}
+	// Build beside the final place and rename, so an interrupted install
+	// never leaves a half-built environment that looks complete.
+	tmp := dir + fmt.Sprintf(".tmp-%d", os.Getpid())
+	_ = os.RemoveAll(tmp)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	steps := [][]string{
+		{python, "-m", "venv", tmp},
+		{filepath.Join(tmp, "bin", "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r", "requirements.txt"},
+	}
+	for _, s := range steps {
+		c := exec.Command(s[0], s[1:]...)
+		if b, err := c.CombinedOutput(); err != nil {
+			_ = os.RemoveAll(tmp)
+			t.Fatalf("%s: %v\n%s", strings.Join(s, " "), err, b)
+		}
+	}
+	// A venv records its own path in scripts; python -m works wherever it lives.
+	if err := os.WriteFile(filepath.Join(tmp, ".complete"), req, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, statErr := os.Stat(filepath.Join(dir, ".complete")); statErr == nil {
+			_ = os.RemoveAll(tmp) // another process won the race
+			return dir
+		}
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func buildMemstream(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "memstream")
+	c := exec.Command("go", "build", "-o", bin, "../../cmd/memstream")
+	if b, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	return bin
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startServer runs `memstream serve` with its own data directory and free
+// ports, and returns its base URL once it is ready.
+func startServer(t *testing.T, bin string) string {
+	t.Helper()
+	dir := t.TempDir()
+	// As root the managed PostgreSQL runs as another user, who must be
+	// able to enter the data directory.
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	httpAddr := freeAddr(t)
+	_, pgPort, _ := net.SplitHostPort(freeAddr(t))
+	cfg := fmt.Sprintf(`data_dir: %s
+http:
+  addr: %s
+  retain_wait: 20s
+kafka:
+  embedded_addr: %s
+  embedded_partitions: 2
+database:
+  embedded_port: %s
+embed:
+  provider: hash
+consolidation:
+  poll_interval: 100ms
+  mental_model_min_interval: 0s
+log:
+  level: warn
+auth:
+  keys:
+    - {name: admin, key: %s, banks: ["*"], scopes: [admin]}
+    - {name: scoped, key: %s, banks: [scoped-bank], scopes: [write]}
+`, filepath.Join(dir, "data"), httpAddr, freeAddr(t), pgPort, adminKey, bankKey)
+	cfgPath := filepath.Join(dir, "memstream.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "serve.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", "--config", cfgPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		logf.Close()
+		if t.Failed() {
+			if b, err := os.ReadFile(logf.Name()); err == nil {
+				t.Logf("serve log (tail):\n%s", tail(string(b), 4000))
+			}
+		}
+	})
+	url := "http://" + httpAddr
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			b, _ := os.ReadFile(logf.Name())
+			t.Fatalf("memstream serve exited: %v\n%s", err, tail(string(b), 4000))
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		req, _ := http.NewRequestWithContext(ctx, "GET", url+"/health/ready", nil)
+		resp, err := http.DefaultClient.Do(req)
+		cancel()
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return url
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatal("memstream serve was not ready within 3 minutes")
+	return ""
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+// report is what conftest.py writes: every method of the installed client
+// and the outcome of the tests that cover it.
+type report struct {
+	Methods map[string]struct {
+		Route      string `json:"route"`
+		Deprecated bool   `json:"deprecated"`
+	} `json:"methods"`
+	Results map[string]struct {
+		Outcome string `json:"outcome"`
+		Reason  string `json:"reason"`
+		Test    string `json:"test"`
+	} `json:"results"`
+}
+
+func readResults(path string) (*report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	if len(r.Methods) < 90 {
+		return nil, fmt.Errorf("only %d client methods found; is hindsight-client 1.1.0 installed?", len(r.Methods))
+	}
+	return &r, nil
+}
+
+// status is how the doc shows an outcome.
+func status(outcome string) string {
+	switch outcome {
+	case "passed":
+		return "works"
+	case "xfailed":
+		return "not served"
+	case "":
+		return "NOT TESTED"
+	}
+	return "FAILS"
+}
+
+// counts returns how many non-deprecated generated-client methods work and
+// how many there are, and the same for the high-level Hindsight class.
+func (r *report) counts() (ok, total, hlOK, hlTotal int) {
+	for name, m := range r.Methods {
+		if m.Deprecated {
+			continue
+		}
+		total++
+		if r.Results[name].Outcome == "passed" {
+			ok++
+		}
+	}
+	for name, res := range r.Results {
+		if strings.HasPrefix(name, "Hindsight.") {
+			hlTotal++
+			if res.Outcome == "passed" {
+				hlOK++
+			}
+		}
+	}
+	return
+}
+
+func (r *report) headline() string {
+	ok, total, hlOK, hlTotal := r.counts()
+	return fmt.Sprintf("%d of %d non-deprecated generated-client methods work (%.0f%%); %d of %d high-level Hindsight methods tested work",
+		ok, total, 100*float64(ok)/float64(max(total, 1)), hlOK, hlTotal)
+}
+
+// markdown renders the measured table that docs/COMPATIBILITY.md carries
+// between its markers.
+func (r *report) markdown() string {
+	var b strings.Builder
+	ok, total, hlOK, hlTotal := r.counts()
+	fmt.Fprintf(&b, "Measured by `go test ./tests/compat/` (hindsight-client 1.1.0): **%d of %d** non-deprecated client methods work (%.0f%%), and %d of %d high-level `Hindsight` methods the suite drives.\n\n",
+		ok, total, 100*float64(ok)/float64(max(total, 1)), hlOK, hlTotal)
+	b.WriteString("| method | route | status | note |\n|---|---|---|---|\n")
+	names := make([]string, 0, len(r.Methods))
+	for n := range r.Methods {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	row := func(name, route, st, note string) {
+		note = strings.ReplaceAll(note, "|", "/")
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s |\n", name, route, st, note)
+	}
+	for _, n := range names {
+		m := r.Methods[n]
+		res := r.Results[n]
+		if m.Deprecated {
+			row(n, m.Route, "deprecated", "deprecated in Hindsight 1.1.0; not counted")
+			continue
+		}
+		// Only an xfail's reason is stable text; a failure's message
+		// varies from run to run, and the suite fails anyway.
+		note := res.Test
+		if res.Outcome == "xfailed" {
+			note = res.Reason
+		}
+		row(n, m.Route, status(res.Outcome), note)
+	}
+	var extra []string
+	for n := range r.Results {
+		if _, known := r.Methods[n]; !known {
+			extra = append(extra, n)
+		}
+	}
+	slices.Sort(extra)
+	b.WriteString("\n| high-level method or integration | status | test |\n|---|---|---|\n")
+	for _, n := range extra {
+		res := r.Results[n]
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", n, status(res.Outcome), res.Test)
+	}
+	return b.String()
+}
+
+const (
+	docPath   = "../../docs/COMPATIBILITY.md"
+	beginMark = "<!-- compat:begin (generated by go test ./tests/compat/ -update) -->\n"
+	endMark   = "<!-- compat:end -->"
+)
+
+// checkDoc holds the doc's measured section to this run, or rewrites it
+// with -update.
+func checkDoc(t *testing.T, measured string) {
+	t.Helper()
+	raw, err := os.ReadFile(docPath)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	i, j := strings.Index(doc, beginMark), strings.Index(doc, endMark)
+	if *update {
+		if i < 0 || j < i {
+			t.Fatalf("%s lacks the markers %q and %q", docPath, beginMark, endMark)
+		}
+		doc = doc[:i+len(beginMark)] + measured + doc[j:]
+		if err := os.WriteFile(docPath, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if i < 0 || j < i {
+		t.Fatalf("%s has no measured section; run go test ./tests/compat/ -update", docPath)
+	}
+	if got := doc[i+len(beginMark) : j]; got != measured {
+		t.Errorf("docs/COMPATIBILITY.md does not match what the suite measured; run go test ./tests/compat/ -update.\nmeasured:\n%s", measured)
+	}
+}
