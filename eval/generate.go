@@ -498,29 +498,17 @@ func (g *bankGen) plantTuningTemporal(k int) {
 		}
 		switch kind {
 		case 0: // "last Saturday", asked later that week
-			var cands []int
-			for i, s := range g.sessions {
-				if wd := s.start.Weekday(); wd >= time.Monday && wd <= time.Thursday {
-					cands = append(cands, i)
-				}
-			}
-			if len(cands) == 0 {
+			s, ok := g.earlyWeekSession()
+			if !ok {
 				continue
 			}
-			s := pick(g.rng, cands)
 			v, neg := g.draw(saturdayActivities), g.draw(saturdayActivities)
 			say := []string{"Last Saturday I finally went {v}, it was such a good day.", "I went {v} last Saturday and I'm still sore."}
 			ev := g.userSays(s, fill(pick(g.rng, say), "v", v), true)
 			g.userSays(g.sessionIn(0, n, s), fill("Last Saturday {p} went {v} without me.", "v", neg, "p", pick(g.rng, g.v.otherPeople)), false)
 			// The hardest distractor is the user's own "last Saturday" from
 			// another week: only the query time tells them apart.
-			var otherWeeks []int
-			for i, o := range g.sessions {
-				if !saturdayBefore(o.start).Equal(saturdayBefore(g.sessions[s].start)) {
-					otherWeeks = append(otherWeeks, i)
-				}
-			}
-			if len(otherWeeks) > 0 {
+			if otherWeeks := g.otherWeekSessions(s); len(otherWeeks) > 0 {
 				g.userSays(pick(g.rng, otherWeeks), fill("Last Saturday I went {v}, never again.", "v", g.draw(saturdayActivities)), false)
 			}
 			// A day later is still before the next Saturday, so "last
@@ -571,6 +559,34 @@ func (g *bankGen) plantTuningTemporal(k int) {
 		}
 		planted++
 	}
+}
+
+// earlyWeekSession picks a session held Monday to Thursday: asked about a
+// day later, "last Saturday" or "last weekend" still names the same days.
+func (g *bankGen) earlyWeekSession() (int, bool) {
+	var cands []int
+	for i, s := range g.sessions {
+		if wd := s.start.Weekday(); wd >= time.Monday && wd <= time.Thursday {
+			cands = append(cands, i)
+		}
+	}
+	if len(cands) == 0 {
+		return 0, false
+	}
+	return pick(g.rng, cands), true
+}
+
+// otherWeekSessions are the sessions whose "last Saturday" is another day
+// than session s's: the hardest distractors of a "last Saturday" or "last
+// weekend" question.
+func (g *bankGen) otherWeekSessions(s int) []int {
+	var out []int
+	for i, o := range g.sessions {
+		if !saturdayBefore(o.start).Equal(saturdayBefore(g.sessions[s].start)) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // saturdayBefore is the day "last Saturday" names when said at t: the most

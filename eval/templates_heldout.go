@@ -284,16 +284,10 @@ func (g *bankGen) plantHeldOutTemporal(k int) {
 			asks := []string{"What did I get done on {d}?", "Which chore did I finish on {d}?"}
 			g.ask(TypeTemporalReasoning, fill(pick(g.rng, asks), "d", day(s).AddDate(0, 0, -1).Format("Monday, January 2")), g.end(), []string{key}, ev)
 		case 1: // "last weekend", asked a day later
-			var cands []int
-			for i, s := range g.sessions {
-				if wd := s.start.Weekday(); wd >= time.Monday && wd <= time.Thursday {
-					cands = append(cands, i)
-				}
-			}
-			if len(cands) == 0 {
+			s, ok := g.earlyWeekSession()
+			if !ok {
 				continue
 			}
-			s := pick(g.rng, cands)
 			key, phrase := splitKey(g.draw(heldOutWeekends))
 			say := []string{"Last weekend we {v}, I'm still recovering.", "We {v} last weekend and it was the best."}
 			ev := g.userSays(s, fill(pick(g.rng, say), "v", phrase), true)
@@ -301,13 +295,7 @@ func (g *bankGen) plantHeldOutTemporal(k int) {
 			g.userSays(g.sessionIn(0, n, s), fill("Last weekend {p} {v} and loved it.", "v", theirs, "p", pick(g.rng, g.v.otherPeople)), false)
 			// Our own "last weekend" of another week: only the query time
 			// says which weekend is meant.
-			var otherWeeks []int
-			for i, o := range g.sessions {
-				if !saturdayBefore(o.start).Equal(saturdayBefore(g.sessions[s].start)) {
-					otherWeeks = append(otherWeeks, i)
-				}
-			}
-			if len(otherWeeks) > 0 {
+			if otherWeeks := g.otherWeekSessions(s); len(otherWeeks) > 0 {
 				_, ours := splitKey(g.draw(heldOutWeekends))
 				g.userSays(pick(g.rng, otherWeeks), fill("Last weekend we {v}, never again.", "v", ours), false)
 			}
