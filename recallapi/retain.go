@@ -177,7 +177,16 @@ func mergeTags(tags, extra []string) []string {
 // gateEvents applies the bank's defense policy as the pipeline will, to
 // every text it gates, so a block fails here (422 naming the field, never
 // the value) and not after a 200.
-func (s *Server) gateEvents(ctx context.Context, bank, opID string, events []event.Event) error {
+func (s *Server) gateEvents(ctx context.Context, bank, opID string, events []event.Event) (err error) {
+	// Every decision other than allow is announced to the bank's
+	// memory_defense.triggered webhooks (labels only, never values).
+	labels := map[string]bool{}
+	action := ""
+	defer func() {
+		if len(labels) > 0 {
+			s.announceDefense(ctx, bank, opID, action, labels)
+		}
+	}()
 	// Fail closed: if the bank's policy cannot be read, a block it holds
 	// could not be enforced, so nothing is produced.
 	raw, err := s.d.Store.BankPolicy(ctx, bank)
@@ -201,9 +210,17 @@ func (s *Server) gateEvents(ctx context.Context, bank, opID string, events []eve
 			if c[1] == "" {
 				continue
 			}
-			if _, _, err := s.d.Gate.Check(opID, c[1], policy); err != nil {
+			_, audit, err := s.d.Gate.Check(opID, c[1], policy)
+			for _, a := range audit {
+				labels[a.Label] = true
+				if action != "block" {
+					action = string(a.Action)
+				}
+			}
+			if err != nil {
 				var be *defense.BlockedError
 				if errors.As(err, &be) {
+					action = "block"
 					return &apiError{Status: http.StatusUnprocessableEntity, Code: "blocked_by_policy", Message: err.Error(), Field: c[0]}
 				}
 				return err
@@ -216,6 +233,23 @@ func (s *Server) gateEvents(ctx context.Context, bank, opID string, events []eve
 // retainClaim bounds how long a first attempt of an idempotent retain
 // holds its key before a retry may take over (it crashed mid-way).
 func (s *Server) retainClaim() time.Duration { return s.cfg.RetainWait + s.cfg.RequestTimeout }
+
+// announceDefense queues a memory_defense.triggered event (Hindsight's
+// payload: action, detector, matched_types) for the bank's webhooks.
+func (s *Server) announceDefense(ctx context.Context, bank, opID, action string, labels map[string]bool) {
+	if action == "" || action == "allow" {
+		return
+	}
+	types := slices.Sorted(maps.Keys(labels))
+	evID := uuid.New()
+	payload, _ := json.Marshal(map[string]any{"event_id": evID, "event": "memory_defense.triggered", "bank_id": bank, "operation_id": opID,
+		"status": action, "timestamp": time.Now().UTC(), "data": map[string]any{"action": action, "detector": "sensitive_data",
+			"matched_types": types, "message": "retain content matched " + strings.Join(types, ", ")}})
+	if err := s.d.Store.QueueWebhookEvent(context.WithoutCancel(ctx), store.WebhookEvent{ID: evID, BankID: bank, Type: "memory_defense.triggered",
+		Payload: string(payload)}); err != nil {
+		s.log.Warn("could not queue memory_defense.triggered", "bank_id", bank, "error", err)
+	}
+}
 
 // Retain validates the items exactly as the pipeline will, applies the
 // bank's defense policy, produces them to Kafka (the one write path) and,

@@ -123,6 +123,7 @@ type Store interface {
 	OperationItemStates(ctx context.Context, id uuid.UUID) ([]store.ItemState, error)
 	PutBank(ctx context.Context, b store.Bank) (store.Bank, error)
 	PutFile(ctx context.Context, f store.StoredFile) (store.StoredFile, error)
+	QueueWebhookEvent(ctx context.Context, ev store.WebhookEvent) error
 	ReclaimOperation(ctx context.Context, bankID string, id uuid.UUID, until time.Time) (store.Operation, error)
 	ReleaseOperation(ctx context.Context, id uuid.UUID) error
 	ResetBankConfig(ctx context.Context, bankID string) error
