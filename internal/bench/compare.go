@@ -124,10 +124,14 @@ func RunCompare(ctx context.Context, cfg CompareConfig, stdout, stderr io.Writer
 			}
 		}
 		slices.Sort(xs)
-		if len(xs) == 0 {
+		switch n := len(xs); {
+		case n == 0:
 			return 0
+		case n%2 == 0:
+			return (xs[n/2-1] + xs[n/2]) / 2
+		default:
+			return xs[n/2]
 		}
-		return xs[len(xs)/2]
 	}
 	ratio := func(f func(CompareSide) float64) float64 {
 		m := med("memstream", f)
