@@ -242,7 +242,7 @@ func Default() Config {
 			MaxRetries:    4,
 			ChunksPerCall: 4,
 		},
-		Embed: Embed{Provider: "hash", Model: "text-embedding-3-small", Dim: 384, BatchSize: 128, CacheSize: 50000,
+		Embed: Embed{Provider: "local", Model: "text-embedding-3-small", Dim: LocalModelDim, BatchSize: 128, CacheSize: 50000,
 			QueryPrefix: PrefixAuto, DocumentPrefix: PrefixAuto},
 		Rerank: Rerank{Provider: "none", Timeout: 5 * time.Second},
 		Pipeline: Pipeline{

@@ -77,6 +77,7 @@ func TestEnvAndOverrides(t *testing.T) {
 		"MEMSTREAM_DATABASE_URL=postgres://u:p@h:5432/d",
 		"MEMSTREAM_KAFKA_BROKERS=a:1, b:2",
 		"MEMSTREAM_HTTP_ADDR=127.0.0.1:9999",
+		"MEMSTREAM_EMBED_PROVIDER=hash",
 		"MEMSTREAM_EMBED_DIM=256",
 		"MEMSTREAM_LLM_API_KEY=sk-secret",
 		"MEMSTREAM_DATA_DIR=/tmp/ms",

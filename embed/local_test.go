@@ -78,28 +78,71 @@ func TestLocalMatchesReference(t *testing.T) {
 	}
 }
 
-func TestLocalCrossLingual(t *testing.T) {
-	l := newLocalModel(t)
-	docs := []string{"Zhang Wei moved to Shanghai", "Zhang Wei likes coffee", "The weather was rainy on Tuesday",
-		"I bought a new laptop for work", "我的猫叫小白", "We watched a movie about space"}
-	dv, err := l.EmbedDocuments(context.Background(), docs)
+// crossLingualProbe pairs queries with the one document (of the list) that
+// answers them, across Chinese and English, names written in either script
+// and a nickname (老张 for Zhang Wei).
+var crossLingualProbe = struct {
+	docs  []string
+	pairs [][2]string // query, wanted document
+}{
+	docs: []string{"Zhang Wei moved to Shanghai last month", "Zhang Wei likes coffee", "Li Na works at a hospital in Beijing",
+		"The weather was rainy on Tuesday", "I bought a new laptop for work", "我的猫叫小白", "我们周末去杭州看了西湖",
+		"Alice is allergic to peanuts"},
+	pairs: [][2]string{
+		{"张伟搬到了上海", "Zhang Wei moved to Shanghai last month"},
+		{"老张喜欢喝咖啡", "Zhang Wei likes coffee"},
+		{"李娜在哪里工作？", "Li Na works at a hospital in Beijing"},
+		{"Where does Zhang Wei live now?", "Zhang Wei moved to Shanghai last month"},
+		{"What is my cat called?", "我的猫叫小白"},
+		{"Where did we go on the weekend?", "我们周末去杭州看了西湖"},
+		{"爱丽丝对什么过敏？", "Alice is allergic to peanuts"},
+	},
+}
+
+// probeRanks returns, per probe query, the rank (0 = first) of the wanted
+// document.
+func probeRanks(t testing.TB, e Embedder) []int {
+	t.Helper()
+	ctx := context.Background()
+	dv, err := e.EmbedDocuments(ctx, crossLingualProbe.docs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ q, want string }{{"张伟搬到了上海", docs[0]}, {"老张喜欢喝咖啡", docs[1]}} {
-		qv, err := l.EmbedQueries(context.Background(), []string{c.q})
+	var ranks []int
+	for _, p := range crossLingualProbe.pairs {
+		qv, err := e.EmbedQueries(ctx, []string{p[0]})
 		if err != nil {
 			t.Fatal(err)
 		}
-		best, bi := -2.0, -1
-		for i, d := range dv {
-			if s := cosine(qv[0], d); s > best {
-				best, bi = s, i
+		var want float64
+		for i, d := range crossLingualProbe.docs {
+			if d == p[1] {
+				want = cosine(qv[0], dv[i])
 			}
 		}
-		t.Logf("%s -> %s (%.3f)", c.q, docs[bi], best)
-		if docs[bi] != c.want {
-			t.Errorf("%q: nearest is %q, want %q", c.q, docs[bi], c.want)
+		rank := 0
+		for i, d := range crossLingualProbe.docs {
+			if d != p[1] && cosine(qv[0], dv[i]) > want {
+				rank++
+			}
+		}
+		ranks = append(ranks, rank)
+	}
+	return ranks
+}
+
+// TestLocalCrossLingual runs the probe: the local model must rank the
+// answer first for every query; the hash embedder's ranks are logged for
+// comparison (`go test ./embed -run CrossLingual -v`).
+func TestLocalCrossLingual(t *testing.T) {
+	t.Parallel()
+	l := newLocalModel(t)
+	local := probeRanks(t, l)
+	hash := probeRanks(t, newHash(t, LocalDim))
+	for i, p := range crossLingualProbe.pairs {
+		t.Logf("%-34q -> %-42q rank local %d, hash %d", p[0], p[1], local[i], hash[i])
+		if local[i] != 0 {
+			t.Errorf("%q: the local model ranks the answer %d, want first", p[0], local[i])
 		}
 	}
 }

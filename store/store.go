@@ -34,13 +34,20 @@ type Config struct {
 	MaxConns int
 	// Dim is the embedding dimension; it is fixed at the first migration.
 	Dim int
+	// Embedder names the model whose vectors the database holds, for
+	// example "local/use-multilingual-v3"; empty skips the check. The first
+	// Migrate that names one records it, and a later one naming another is
+	// refused: vectors of two models are not comparable, even at one
+	// dimension, and mixing them would rank by noise without any error.
+	Embedder string
 }
 
 // Store is the PostgreSQL-backed memory store.
 type Store struct {
-	pool *pgxpool.Pool
-	dim  int
-	log  *slog.Logger
+	pool     *pgxpool.Pool
+	dim      int
+	embedder string
+	log      *slog.Logger
 }
 
 // Open connects to PostgreSQL. It does not migrate; call Migrate.
@@ -72,7 +79,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: connect: %w", err)
 	}
-	return &Store{pool: pool, dim: cfg.Dim, log: log}, nil
+	return &Store{pool: pool, dim: cfg.Dim, embedder: cfg.Embedder, log: log}, nil
 }
 
 // Pool exposes the pool for packages that run their own named queries in
@@ -130,6 +137,8 @@ const (
 	qMigrationApplied = `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`
 	qMigrationRecord  = `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`
 	qEmbedDim         = `SELECT value FROM memstream_meta WHERE key = 'embed_dim'`
+	qEmbedModel       = `SELECT value FROM memstream_meta WHERE key = 'embed_model'`
+	qEmbedModelRecord = `INSERT INTO memstream_meta (key, value) VALUES ('embed_model', $1) ON CONFLICT (key) DO NOTHING`
 )
 
 // Migrate applies pending migrations, one transaction each, under an
@@ -186,7 +195,26 @@ func (s *Store) Migrate(ctx context.Context) ([]string, error) {
 		return applied, fmt.Errorf("migrate: read embed_dim: %w", err)
 	}
 	if dim != strconv.Itoa(s.dim) {
-		return applied, fmt.Errorf("config embed.dim: the database was created with dimension %s, configuration says %d", dim, s.dim)
+		return applied, fmt.Errorf("config embed.dim: the database was created with dimension %s, configuration says %d "+
+			"(its vectors come from another embedder: to keep them set embed.provider and embed.dim to what made them, e.g. hash and %s; "+
+			"or give this embedder a new database or data_dir)", dim, s.dim, dim)
+	}
+	if s.embedder != "" {
+		var have string
+		err := conn.QueryRow(ctx, qEmbedModel).Scan(&have)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			// A new database, or one from before models were recorded:
+			// its vectors are taken to be this embedder's.
+			if _, err := conn.Exec(ctx, qEmbedModelRecord, s.embedder); err != nil {
+				return applied, fmt.Errorf("migrate: record embed_model: %w", err)
+			}
+		case err != nil:
+			return applied, fmt.Errorf("migrate: read embed_model: %w", err)
+		case have != s.embedder:
+			return applied, fmt.Errorf("config embed.provider: the database's vectors were made by %s, configuration says %s; "+
+				"vectors of two models are not comparable: set embed.provider (and embed.model) back, or give this embedder a new database or data_dir", have, s.embedder)
+		}
 	}
 	// Connections opened before the extension existed missed the vector
 	// types; reset the pool's idle connections so new ones register them.

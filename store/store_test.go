@@ -45,6 +45,35 @@ func TestMigrateIsIdempotentAndGuardsDim(t *testing.T) {
 	}
 }
 
+// TestMigrateGuardsEmbedder checks that a database remembers which model
+// made its vectors and refuses another one at the same dimension.
+func TestMigrateGuardsEmbedder(t *testing.T) {
+	t.Parallel()
+	url, _ := pgtest.Schema(t)
+	ctx := context.Background()
+	openAs := func(name string) *store.Store {
+		st, err := store.Open(ctx, store.Config{URL: url, Dim: 16, Embedder: name}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(st.Close)
+		return st
+	}
+	if _, err := openAs("hash").Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openAs("hash").Migrate(ctx); err != nil {
+		t.Fatalf("same embedder refused: %v", err)
+	}
+	if _, err := openAs("").Migrate(ctx); err != nil {
+		t.Fatalf("an unnamed embedder (no check) refused: %v", err)
+	}
+	_, err := openAs("local/use-multilingual-v3").Migrate(ctx)
+	if err == nil || !strings.Contains(err.Error(), "embed.provider") || !strings.Contains(err.Error(), "made by hash") {
+		t.Fatalf("another embedder at the same dimension: err %v, want one naming embed.provider and hash", err)
+	}
+}
+
 func TestPersistBatchIsIdempotent(t *testing.T) {
 	t.Parallel()
 	st := migrated(t, 4)

@@ -107,7 +107,7 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*store
 		}
 		url = pg.URL()
 	}
-	st, err := store.Open(ctx, store.Config{URL: url, MaxConns: cfg.Database.MaxConns, Dim: cfg.Embed.Dim}, log)
+	st, err := store.Open(ctx, store.Config{URL: url, MaxConns: cfg.Database.MaxConns, Dim: cfg.Embed.Dim, Embedder: embedderID(cfg.Embed)}, log)
 	if err != nil {
 		return nil, pg, err
 	}
@@ -180,6 +180,18 @@ func newEmbedder(cfg config.Config) (embed.Embedder, error) {
 		return inner, nil
 	}
 	return embed.NewCached(inner, cfg.Embed.CacheSize)
+}
+
+// embedderID names the model whose vectors the configuration makes, as the
+// database records it (memstream_meta embed_model).
+func embedderID(c config.Embed) string {
+	switch c.Provider {
+	case "local":
+		return "local/" + embed.LocalModelName
+	case "openai":
+		return "openai/" + c.Model
+	}
+	return c.Provider
 }
 
 // prefixes resolves embed.query_prefix and embed.document_prefix against the

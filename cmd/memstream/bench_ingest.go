@@ -23,6 +23,11 @@ the full ingest pipeline into PostgreSQL, then COPYs the resulting
 memory_units rows into a fresh copy of the same indexed table in the same
 run, and prints one JSON line (stdout) and a summary (stderr).
 
+With --embed local,hash the offline mode runs once per embedding provider
+on the same events, each into fresh tables of the same dimension, and
+prints one JSON line per provider, with the time spent embedding per fact
+(no embedding cache, so every fact pays the model).
+
 With --llm-latency, the extractor is the openai provider talking to an
 in-process fake OpenAI-compatible server with that latency, once per
 --llm-concurrency × --llm-chunks-per-call combination.
@@ -60,6 +65,8 @@ func benchIngest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.DurationVar(&f.LLMLatency, "llm-latency", 0, "run the LLM mode against a fake OpenAI-compatible server with this latency per call")
 	conc := fs.String("llm-concurrency", "1,4,16,32", "LLM mode: llm.concurrency values to run")
 	cpc := fs.String("llm-chunks-per-call", "1,4", "LLM mode: llm.chunks_per_call values to run")
+	embedders := fs.String("embed", def.Embed.Provider, "offline mode: embedding providers to run one after another on the same events (e.g. local,hash), each into fresh tables")
+	fs.IntVar(&f.Dim, "dim", def.Embed.Dim, "vector size of every run (the local model makes only its own)")
 	fs.Usage = func() { fmt.Fprintln(stderr, benchIngestUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -74,7 +81,19 @@ func benchIngest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if f.Events <= 0 || f.Banks <= 0 || f.Partitions <= 0 || f.Lanes <= 0 || f.BatchSize <= 0 {
 		return fmt.Errorf("bench ingest: --events, --banks, --partitions, --lanes and --batch-size must be positive")
 	}
-	deps := bench.IngestDeps{NewEmbedder: func() (embed.Embedder, error) { return newEmbedder(config.Default()) }, BasePolicy: basePolicy(config.Default())}
+	if *embedders != "" {
+		f.Embedders = strings.Split(*embedders, ",")
+	}
+	deps := bench.IngestDeps{NewEmbedder: func(provider string, dim int) (embed.Embedder, error) {
+		cfg := config.Default()
+		if provider != "" {
+			cfg.Embed.Provider = provider
+		}
+		// No cache: the synthetic events repeat their sentences, and a
+		// cache would hide what the model costs per fact.
+		cfg.Embed.Dim, cfg.Embed.CacheSize = dim, 0
+		return newEmbedder(cfg)
+	}, BasePolicy: basePolicy(config.Default())}
 	return bench.RunIngest(ctx, deps, f, stdout, stderr)
 }
 
@@ -112,7 +131,16 @@ func benchConsolidate(ctx context.Context, args []string, stdout, stderr io.Writ
 	if f.Events <= 0 || f.Banks <= 0 || f.Partitions <= 0 || f.Lanes <= 0 || f.BatchSize <= 0 || c.Workers <= 0 || c.BatchSize <= 0 || c.SustainEvents < 0 {
 		return fmt.Errorf("bench consolidate: counts must be positive")
 	}
-	deps := bench.IngestDeps{NewEmbedder: func() (embed.Embedder, error) { return newEmbedder(config.Default()) }, BasePolicy: basePolicy(config.Default())}
+	deps := bench.IngestDeps{NewEmbedder: func(provider string, dim int) (embed.Embedder, error) {
+		cfg := config.Default()
+		if provider != "" {
+			cfg.Embed.Provider = provider
+		}
+		if dim > 0 {
+			cfg.Embed.Dim = dim
+		}
+		return newEmbedder(cfg)
+	}, BasePolicy: basePolicy(config.Default())}
 	return bench.RunConsolidate(ctx, deps, c, stdout, stderr)
 }
 

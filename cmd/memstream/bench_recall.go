@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memstream/memstream/config"
+	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/internal/bench"
 )
 
@@ -24,12 +26,13 @@ func benchRecall(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	queries := fs.Int("queries", 1000, "timed recall queries per configuration")
 	concFlag := fs.String("concurrency", "1,8", "concurrent clients, comma-separated")
 	dbURL := fs.String("database-url", "", "PostgreSQL with pgvector and pg_trgm (default: a managed server in a temporary directory)")
-	dim := fs.Int("dim", 384, "embedding dimension of the offline embedder")
+	dim := fs.Int("dim", config.Default().Embed.Dim, "embedding dimension (the local model makes only its own)")
 	seed := fs.Uint64("seed", 1, "corpus seed (same seed, same bank)")
 	warmup := fs.Int("warmup", 50, "untimed queries before each timed pass")
 	keep := fs.Bool("keep", false, "keep the bench schemas (and the temporary server) for inspection")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file")
 	banks := fs.Int("banks", 1, "spread each --facts size over this many banks of Zipf-skewed sizes in one table (times the largest, the smallest and all banks)")
+	embedders := fs.String("embed", "hash", "embedding providers, comma-separated (e.g. hash,local): one bank per provider and size, same facts and queries, timed in the same run")
 	reuse := fs.Bool("reuse", false, "with --database-url: reuse banks a --keep run left instead of loading again (implies --keep)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: memstream bench recall [--facts 10000,100000] [--queries 1000] [--concurrency 1,8] [--database-url URL]\n\n"+
@@ -72,7 +75,14 @@ func benchRecall(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		defer pprof.StopCPUProfile()
 	}
 	return bench.RunRecall(ctx, bench.RecallConfig{Facts: sizes, Queries: *queries, Concurrency: concs, DatabaseURL: *dbURL,
-		Dim: *dim, Seed: *seed, Warmup: *warmup, Keep: *keep, Reuse: *reuse, Banks: *banks}, stdout, stderr)
+		Dim: *dim, Seed: *seed, Warmup: *warmup, Keep: *keep, Reuse: *reuse, Banks: *banks, Embedders: strings.Split(*embedders, ","),
+		NewEmbedder: func(provider string, dim int) (embed.Embedder, error) {
+			cfg := config.Default()
+			// No cache: the timed passes repeat the warm-up's queries, and
+			// every query should pay the model as a new one does.
+			cfg.Embed.Provider, cfg.Embed.Dim, cfg.Embed.CacheSize = provider, dim, 0
+			return newEmbedder(cfg)
+		}}, stdout, stderr)
 }
 
 func intList(s, flagName string) ([]int, error) {

@@ -72,7 +72,7 @@ func TestCmdDefenseRescan(t *testing.T) {
 	rescan := func(extra ...string) store.RescanReport {
 		t.Helper()
 		var out, errOut bytes.Buffer
-		args := append([]string{"rescan", "--bank", "ops", "--set", "database.url=" + url, "--set", "embed.dim=64", "--set", "log.level=error"}, extra...)
+		args := append([]string{"rescan", "--bank", "ops", "--set", "database.url=" + url, "--set", "embed.provider=hash", "--set", "embed.dim=64", "--set", "log.level=error"}, extra...)
 		if err := cmdDefense(ctx, args, &out, &errOut); err != nil {
 			t.Fatalf("%v\n%s", err, errOut.String())
 		}

@@ -103,7 +103,7 @@ func RunConsolidate(ctx context.Context, deps IngestDeps, c ConsolidateConfig, s
 		Lanes: c.Ingest.Lanes, GOMAXPROCS: runtime.GOMAXPROCS(0)}
 	res.LoadAvg[0] = loadAvg()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	env, err := openBenchEnv(ctx, deps, c.Ingest.DatabaseURL, stderr, log)
+	env, err := openBenchEnv(ctx, deps, c.Ingest.DatabaseURL, c.Ingest.Dim, stderr, log)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func RunConsolidate(ctx context.Context, deps IngestDeps, c ConsolidateConfig, s
 	res.IngestFactsPerS = float64(res.Facts) / res.IngestSeconds
 
 	// Phase 2: the worker drains what phase 1 left.
-	emb, err := deps.NewEmbedder()
+	emb, err := deps.NewEmbedder("", c.Ingest.Dim)
 	if err != nil {
 		return err
 	}

@@ -54,12 +54,21 @@ type IngestConfig struct {
 	DatabaseURL                      string
 	LLMLatency                       time.Duration
 	LLMConcurrency, LLMChunksPerCall []int
+	// Embedders are the embedding providers of the offline mode, run one
+	// after another on the same events, each into fresh tables of the same
+	// dimension, so their rates are comparable. Empty means the one
+	// configuration default.
+	Embedders []string
+	// Dim is the vector size of every run (the hash embedder makes any
+	// size; the local model only its own).
+	Dim int
 }
 
-// IngestDeps are what main supplies: the embedder the configuration
-// selects, built fresh for each pipeline, and the base defense policy.
+// IngestDeps are what main supplies: the embedder of a provider, built
+// fresh for each pipeline ("" means the configured one), and the base
+// defense policy.
 type IngestDeps struct {
-	NewEmbedder func() (embed.Embedder, error)
+	NewEmbedder func(provider string, dim int) (embed.Embedder, error)
 	BasePolicy  defense.Policy
 }
 
@@ -70,15 +79,57 @@ func RunIngest(ctx context.Context, deps IngestDeps, f IngestConfig, stdout, std
 		f.LatencyEvents = min(max(f.Events/10, 100), 2000)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	env, err := openBenchEnv(ctx, deps, f.DatabaseURL, stderr, log)
-	if err != nil {
-		return err
-	}
-	defer env.close()
 	if f.LLMLatency > 0 {
+		env, err := openBenchEnv(ctx, deps, f.DatabaseURL, f.Dim, stderr, log)
+		if err != nil {
+			return err
+		}
+		defer env.close()
 		return benchIngestLLM(ctx, env, f, stdout, stderr)
 	}
-	return benchIngestOffline(ctx, env, f, stdout, stderr)
+	providers := f.Embedders
+	if len(providers) == 0 {
+		providers = []string{""}
+	}
+	var results []ingestResult
+	for _, p := range providers {
+		// A fresh database (or schema) per provider: the second run must
+		// not start with the first one's rows and index.
+		env, err := openBenchEnv(ctx, deps, f.DatabaseURL, f.Dim, stderr, log)
+		if err != nil {
+			return err
+		}
+		env.provider = p
+		res, err := benchIngestOffline(ctx, env, f, stdout, stderr)
+		env.close()
+		if err != nil {
+			return err
+		}
+		results = append(results, res)
+	}
+	if len(results) > 1 {
+		fmt.Fprintf(stderr, "\nembedders, same events, same run:\n")
+		for _, r := range results {
+			fmt.Fprintf(stderr, "  %-6s %6.0f facts/s (%.2fx the first), embedding %.2f ms per fact (summed over lanes), p50 latency %.0f ms\n",
+				r.Embedder, r.FactsPerS, r.FactsPerS/results[0].FactsPerS, r.EmbedMsPerFact, r.P50Ms)
+		}
+	}
+	return nil
+}
+
+// timedEmbedder sums the time the pipeline spends embedding documents and
+// the texts it embeds: the cost of the model per fact.
+type timedEmbedder struct {
+	embed.Embedder
+	nanos, texts atomic.Int64
+}
+
+func (t *timedEmbedder) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
+	start := time.Now()
+	v, err := t.Embedder.EmbedDocuments(ctx, texts)
+	t.nanos.Add(int64(time.Since(start)))
+	t.texts.Add(int64(len(texts)))
+	return v, err
 }
 
 // benchEnv is the database side of a bench run.
@@ -92,10 +143,15 @@ type benchEnv struct {
 	st      *store.Store
 	pgMajor string
 	drop    func()
+	// provider is the embedding provider of the run; "" is the configured.
+	provider string
 }
 
-func openBenchEnv(ctx context.Context, deps IngestDeps, dbURL string, stderr io.Writer, log *slog.Logger) (*benchEnv, error) {
+func openBenchEnv(ctx context.Context, deps IngestDeps, dbURL string, dim int, stderr io.Writer, log *slog.Logger) (*benchEnv, error) {
 	env := &benchEnv{deps: deps, cfg: config.Default(), log: log, stderr: stderr, drop: func() {}}
+	if dim > 0 {
+		env.cfg.Embed.Dim = dim
+	}
 	tmp, err := pgserver.TempDir("memstream-bench-ingest-")
 	if err != nil {
 		return nil, err
@@ -340,6 +396,7 @@ type ingestRig struct {
 	cancel  context.CancelFunc
 	done    chan error
 	topic   string
+	emb     *timedEmbedder
 }
 
 func startRig(ctx context.Context, env *benchEnv, f IngestConfig, ex pipeline.Extractor, reg *prometheus.Registry) (*ingestRig, error) {
@@ -361,10 +418,11 @@ func startRig(ctx context.Context, env *benchEnv, f IngestConfig, ex pipeline.Ex
 	if err != nil {
 		return nil, err
 	}
-	emb, err := env.deps.NewEmbedder()
+	inner, err := env.deps.NewEmbedder(env.provider, env.cfg.Embed.Dim)
 	if err != nil {
 		return nil, err
 	}
+	rig.emb = &timedEmbedder{Embedder: inner}
 	gate, err := defense.NewGate(defense.GateConfig{FingerprintSalt: []byte("bench-ingest-fingerprint-salt"),
 		Scanner: defense.ScannerConfig{EnableEmail: cfg.Defense.EnableEmail, EnablePhone: cfg.Defense.EnablePhone}}, reg, env.log)
 	if err != nil {
@@ -382,7 +440,7 @@ func startRig(ctx context.Context, env *benchEnv, f IngestConfig, ex pipeline.Ex
 		Lanes: f.Lanes, ChannelSize: cfg.Pipeline.ChannelSize, BatchSize: f.BatchSize, BatchWait: cfg.Pipeline.BatchWait,
 		ChunkMaxChars: cfg.Pipeline.ChunkMaxChars, MaxEventBytes: cfg.Kafka.MaxEventBytes, MaxRetries: cfg.Pipeline.MaxRetries,
 	}, pipeline.Deps{Gate: gate, Policies: pipeline.NewCachedPolicies(env.st, env.deps.BasePolicy, 5*time.Second), Extractor: ex,
-		Embedder: emb, Resolver: res, Store: rig.clock, DeadLetter: broker.NewDeadLetters(rig.prod, dlqTopic), Registerer: reg, Logger: env.log})
+		Embedder: rig.emb, Resolver: res, Store: rig.clock, DeadLetter: broker.NewDeadLetters(rig.prod, dlqTopic), Registerer: reg, Logger: env.log})
 	if err != nil {
 		return nil, err
 	}
@@ -538,18 +596,23 @@ type ingestResult struct {
 	BatchSize      int     `json:"batch_size"`
 	Partitions     int     `json:"partitions"`
 	EmbedDim       int     `json:"embed_dim"`
+	Embedder       string  `json:"embedder"`
+	// EmbedSeconds is the time the lanes spent in the embedder in phase 1,
+	// summed over lanes; EmbedMsPerFact divides it by the texts embedded.
+	EmbedSeconds   float64 `json:"embed_seconds"`
+	EmbedMsPerFact float64 `json:"embed_ms_per_fact"`
 	PostgresServer string  `json:"postgres"`
 	// StageSeconds is the time the lanes spent per stage in phase 1,
 	// summed over lanes: what bounds the rate.
 	StageSeconds map[string]float64 `json:"stage_seconds"`
 }
 
-func benchIngestOffline(ctx context.Context, env *benchEnv, f IngestConfig, stdout, stderr io.Writer) error {
+func benchIngestOffline(ctx context.Context, env *benchEnv, f IngestConfig, stdout, stderr io.Writer) (res ingestResult, err error) {
 	t0 := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
 	evs := genEvents(f.Events, f.Banks, f.Seed, "", t0)
 	rig, err := startRig(ctx, env, f, nil, prometheus.NewRegistry())
 	if err != nil {
-		return err
+		return res, err
 	}
 	defer rig.stop()
 
@@ -557,20 +620,25 @@ func benchIngestOffline(ctx context.Context, env *benchEnv, f IngestConfig, stdo
 	// consumer starts, so the pipeline runs flat out.
 	fmt.Fprintf(stderr, "bench ingest: producing %d events\n", len(evs))
 	if _, err := rig.produce(ctx, evs); err != nil {
-		return err
+		return res, err
 	}
 	fmt.Fprintln(stderr, "bench ingest: phase 1 (throughput): consuming the backlog")
 	rig.run(ctx)
 	if err := rig.waitDone(ctx, int64(len(evs)), "throughput", stderr); err != nil {
-		return err
+		return res, err
 	}
 	elapsed := rig.sinceFirst()
-	res := ingestResult{Bench: "ingest", Mode: "offline", Events: len(evs), DeadLettered: rig.clock.dead.Load(), Seconds: elapsed,
+	res = ingestResult{Bench: "ingest", Mode: "offline", Events: len(evs), DeadLettered: rig.clock.dead.Load(), Seconds: elapsed,
 		Lanes: f.Lanes, BatchSize: f.BatchSize, Partitions: f.Partitions, EmbedDim: env.cfg.Embed.Dim, PostgresServer: env.pgMajor}
 	if err := env.st.Pool().QueryRow(ctx, `SELECT count(*) FROM memory_units`).Scan(&res.Facts); err != nil {
-		return fmt.Errorf("count facts: %w", err)
+		return res, fmt.Errorf("count facts: %w", err)
 	}
 	res.StageSeconds = rig.stageSeconds()
+	res.Embedder = embedderName(rig.emb.Embedder)
+	if n := rig.emb.texts.Load(); n > 0 {
+		res.EmbedSeconds = float64(rig.emb.nanos.Load()) / 1e9
+		res.EmbedMsPerFact = res.EmbedSeconds * 1000 / float64(n)
+	}
 	res.EventsPerS = float64(rig.clock.done.Load()) / elapsed
 	res.FactsPerS = float64(res.Facts) / elapsed
 
@@ -579,7 +647,7 @@ func benchIngestOffline(ctx context.Context, env *benchEnv, f IngestConfig, stdo
 	fmt.Fprintf(stderr, "bench ingest: baseline: COPY %d memory_units rows into a fresh indexed copy\n", res.Facts)
 	res.CopyRows, res.CopySeconds, err = copyBaseline(ctx, env, f.Lanes)
 	if err != nil {
-		return err
+		return res, err
 	}
 	res.CopyRowsPerS = float64(res.CopyRows) / res.CopySeconds
 	res.RatioToCopy = res.FactsPerS / res.CopyRowsPerS
@@ -607,10 +675,10 @@ func benchIngestOffline(ctx context.Context, env *benchEnv, f IngestConfig, stdo
 		}
 	}
 	if err := rig.prod.Flush(ctx); err != nil {
-		return err
+		return res, err
 	}
 	if err := rig.waitDone(ctx, before+int64(len(lat)), "latency", stderr); err != nil {
-		return err
+		return res, err
 	}
 	var ms []float64
 	for id, at := range sent {
@@ -624,17 +692,25 @@ func benchIngestOffline(ctx context.Context, env *benchEnv, f IngestConfig, stdo
 	b, _ := json.Marshal(res)
 	fmt.Fprintln(stdout, string(b))
 	fmt.Fprintf(stderr, `
-ingest (offline providers, %d-d embeddings, PostgreSQL %s, %d lanes × batch %d, %d partitions)
+ingest (offline extractor, %s embedder, %d-d embeddings, PostgreSQL %s, %d lanes × batch %d, %d partitions)
   events        %d in %.1fs → %.0f events/s (%d dead-lettered)
   facts         %d → %.0f facts/s
   latency       p50 %.0f ms, p99 %.0f ms (produce → committed; %d events at %.0f/s)
   COPY baseline %d rows in %.2fs → %.0f rows/s into the same indexed table, one connection per lane
   ratio_to_copy %.2f (target ≥ 0.70)
-  lane time     prepare %.1fs, extract+embed %.1fs, persist %.1fs (summed over lanes)
-`, res.EmbedDim, res.PostgresServer, res.Lanes, res.BatchSize, res.Partitions, res.Events, res.Seconds, res.EventsPerS, res.DeadLettered,
+  lane time     prepare %.1fs, extract+embed %.1fs (embed alone %.1fs, %.2f ms per fact), persist %.1fs (summed over lanes)
+`, res.Embedder, res.EmbedDim, res.PostgresServer, res.Lanes, res.BatchSize, res.Partitions, res.Events, res.Seconds, res.EventsPerS, res.DeadLettered,
 		res.Facts, res.FactsPerS, res.P50Ms, res.P99Ms, res.LatencyEvents, res.LatencyRatePS, res.CopyRows, res.CopySeconds, res.CopyRowsPerS, res.RatioToCopy,
-		res.StageSeconds["prepare"], res.StageSeconds["extract"], res.StageSeconds["persist"])
-	return nil
+		res.StageSeconds["prepare"], res.StageSeconds["extract"], res.EmbedSeconds, res.EmbedMsPerFact, res.StageSeconds["persist"])
+	return res, nil
+}
+
+// embedderName is the provider's own name, or its type.
+func embedderName(e embed.Embedder) string {
+	if n, ok := e.(interface{ Name() string }); ok {
+		return n.Name()
+	}
+	return fmt.Sprintf("%T", e)
 }
 
 const (

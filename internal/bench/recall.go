@@ -37,6 +37,12 @@ type RecallConfig struct {
 	// Zipf-skewed sizes in one table, and times the largest bank, the
 	// smallest and a pool of queries from every bank.
 	Banks int
+	// Embedders are the embedding providers to run, one bank per provider
+	// and size, same facts and queries; empty means the hash embedder.
+	Embedders []string
+	// NewEmbedder builds a provider's embedder (needed for providers other
+	// than hash). It should not cache: every timed query pays the model.
+	NewEmbedder func(provider string, dim int) (embed.Embedder, error)
 }
 
 // bankNow is the query timestamp of the synthetic banks: fixed, so that
@@ -54,21 +60,40 @@ func RunRecall(ctx context.Context, cfg RecallConfig, stdout, stderr io.Writer) 
 		return err
 	}
 	defer release()
-	emb, err := embed.NewHash(cfg.Dim)
-	if err != nil {
-		return err
+	providers := cfg.Embedders
+	if len(providers) == 0 {
+		providers = []string{"hash"}
+	}
+	embs := make([]embed.Embedder, len(providers))
+	for i, p := range providers {
+		if p == "hash" || cfg.NewEmbedder == nil {
+			if p != "hash" {
+				return fmt.Errorf("bench recall: no constructor for embedder %q", p)
+			}
+			embs[i], err = embed.NewHash(cfg.Dim)
+		} else {
+			embs[i], err = cfg.NewEmbedder(p, cfg.Dim)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	maxConc := 1
 	for _, c := range cfg.Concurrency {
 		maxConc = max(maxConc, c)
 	}
 	for _, n := range cfg.Facts {
-		run := recallSize
 		if cfg.Banks > 1 {
-			run = recallMany
+			// The many-banks mode runs on the first embedder.
+			if err := recallMany(ctx, cfg, base, n, maxConc, embs[0], log, progress, stdout); err != nil {
+				return err
+			}
+			continue
 		}
-		if err := run(ctx, cfg, base, n, maxConc, emb, log, progress, stdout); err != nil {
-			return err
+		for i, p := range providers {
+			if err := recallSize(ctx, cfg, base, n, maxConc, p, embs[i], log, progress, stdout); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -76,8 +101,11 @@ func RunRecall(ctx context.Context, cfg RecallConfig, stdout, stderr io.Writer) 
 
 // recallSize loads one bank size in a schema of its own and runs every
 // concurrency on it.
-func recallSize(ctx context.Context, cfg RecallConfig, base string, facts, maxConc int, emb *embed.Hash, log *slog.Logger, progress func(string), stdout io.Writer) error {
+func recallSize(ctx context.Context, cfg RecallConfig, base string, facts, maxConc int, provider string, emb embed.Embedder, log *slog.Logger, progress func(string), stdout io.Writer) error {
 	schema := fmt.Sprintf("bench_recall_%d", facts)
+	if provider != "hash" {
+		schema += "_" + provider
+	}
 	su, err := openSchemaURL(ctx, base, schema, cfg.Reuse)
 	if err != nil {
 		return err
@@ -86,7 +114,7 @@ func recallSize(ctx context.Context, cfg RecallConfig, base string, facts, maxCo
 		defer func() { _ = dropSchema(context.WithoutCancel(ctx), base, schema) }()
 	}
 	// A recall holds up to four connections (one per arm).
-	st, err := store.Open(ctx, store.Config{URL: su, Dim: cfg.Dim, MaxConns: 4*maxConc + 4}, log)
+	st, err := store.Open(ctx, store.Config{URL: su, Dim: cfg.Dim, MaxConns: 4*maxConc + 4, Embedder: provider}, log)
 	if err != nil {
 		return err
 	}
@@ -111,13 +139,14 @@ func recallSize(ctx context.Context, cfg RecallConfig, base string, facts, maxCo
 		if err != nil {
 			return err
 		}
+		res.Embedder = provider
 		line, err := json.Marshal(res)
 		if err != nil {
 			return fmt.Errorf("bench recall: %w", err)
 		}
 		fmt.Fprintln(stdout, string(line))
-		progress(fmt.Sprintf("%d facts, c=%d: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, %.0f QPS; raw HNSW p50 %.2f ms; ratio %.1fx",
-			facts, c, res.P50MS, res.P95MS, res.P99MS, res.QPS, res.RawHNSWP50MS, res.RatioP50))
+		progress(fmt.Sprintf("%s, %d facts, c=%d: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, %.0f QPS; raw HNSW p50 %.2f ms; ratio %.1fx",
+			provider, facts, c, res.P50MS, res.P95MS, res.P99MS, res.QPS, res.RawHNSWP50MS, res.RatioP50))
 	}
 	return nil
 }
@@ -161,6 +190,8 @@ type RecallResult struct {
 	RawHNSWP50MS float64 `json:"raw_hnsw_p50_ms"`
 	RawHNSWP99MS float64 `json:"raw_hnsw_p99_ms"`
 	RawHNSWQPS   float64 `json:"raw_hnsw_qps"`
+	// Embedder is the embedding provider of the bank and the queries.
+	Embedder string `json:"embedder"`
 	// RatioP50 is P50MS / RawHNSWP50MS; the target is ≤ 10.
 	RatioP50   float64 `json:"ratio_p50_to_raw_hnsw"`
 	GOMAXPROCS int     `json:"gomaxprocs"`

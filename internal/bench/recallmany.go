@@ -61,7 +61,7 @@ func bankSizes(total, banks int) []int {
 // schema (one memory_units table, one HNSW index, as production keeps
 // every bank), then times recall three ways: on the largest bank, on a
 // small one, and on a pool drawn from every bank.
-func recallMany(ctx context.Context, cfg RecallConfig, base string, total, maxConc int, emb *embed.Hash, log *slog.Logger, progress func(string), stdout io.Writer) error {
+func recallMany(ctx context.Context, cfg RecallConfig, base string, total, maxConc int, emb embed.Embedder, log *slog.Logger, progress func(string), stdout io.Writer) error {
 	schema := fmt.Sprintf("bench_recall_%d_b%d", total, cfg.Banks)
 	su, err := openSchemaURL(ctx, base, schema, cfg.Reuse)
 	if err != nil {

@@ -113,6 +113,7 @@ func (h *harness) serve(name, group string, extraEnv ...string) *proc {
 		"MEMSTREAM_KAFKA_EMBEDDED_PARTITIONS=12",
 		"MEMSTREAM_KAFKA_SHUTDOWN_TIMEOUT=20s",
 		"MEMSTREAM_HTTP_ADDR="+addr,
+		"MEMSTREAM_EMBED_PROVIDER=hash", // delivery tests: the model's cost is not what they measure
 		"MEMSTREAM_EMBED_DIM="+strconv.Itoa(dim),
 		"MEMSTREAM_DEFENSE_AUDIT_SALT=kafkait-fingerprint-salt",
 		"MEMSTREAM_CONSOLIDATION_ENABLED=false",
