@@ -5,41 +5,63 @@ package embed
 /*
 #cgo CFLAGS: -O3
 
-// The same loop as gemmGo, compiled by the C compiler, which vectorises the
-// inner loop. target_clones builds it for AVX-512, AVX2+FMA and plain x86-64
-// and picks one when the library loads, so the binary runs on any x86-64 CPU
-// (a build for the build machine's CPU could die with SIGILL elsewhere).
+// Register-blocked panels in GCC's portable vector types: the compiler maps
+// them to the target's vector registers. target_clones builds ms_gemm for
+// AVX-512, AVX2+FMA and plain x86-64 and picks one when the library loads,
+// so the binary runs on any x86-64 CPU (a build for the build machine's CPU
+// could die with SIGILL elsewhere).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define MS_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define MS_CLONES
 #endif
 
+typedef float ms_v16 __attribute__((vector_size(64)));
+
+// ms_panel computes rows i..i+R-1, columns j..j+31 of c: R x 2 vector
+// accumulators stay in registers for the whole k loop, and each row of b's
+// 32-column panel is loaded once per R rows of a.
+#define MS_PANEL(R)                                                                  \
+	static inline __attribute__((always_inline)) void ms_panel##R(int k, const float *a, int lda, const float *b, int ldb, float *c, int ldc) { \
+		ms_v16 acc[R][2];                                                            \
+		for (int r = 0; r < R; r++) { acc[r][0] = (ms_v16){0}; acc[r][1] = (ms_v16){0}; } \
+		for (int p = 0; p < k; p++) {                                                \
+			ms_v16 b0, b1;                                                           \
+			__builtin_memcpy(&b0, b + (long)p * ldb, 64);                            \
+			__builtin_memcpy(&b1, b + (long)p * ldb + 16, 64);                       \
+			for (int r = 0; r < R; r++) {                                            \
+				const float av = a[(long)r * lda + p];                               \
+				acc[r][0] += av * b0;                                                \
+				acc[r][1] += av * b1;                                                \
+			}                                                                        \
+		}                                                                            \
+		for (int r = 0; r < R; r++) {                                                \
+			__builtin_memcpy(c + (long)r * ldc, &acc[r][0], 64);                     \
+			__builtin_memcpy(c + (long)r * ldc + 16, &acc[r][1], 64);                \
+		}                                                                            \
+	}
+MS_PANEL(6)
+MS_PANEL(1)
+
 MS_CLONES
 static void ms_gemm(int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c, int ldc) {
+	const int n32 = n - n % 32;
 	int i = 0;
-	for (; i + 4 <= m; i += 4) {
-		float *restrict c0 = c + (long)i * ldc, *restrict c1 = c0 + ldc, *restrict c2 = c1 + ldc, *restrict c3 = c2 + ldc;
-		for (int j = 0; j < n; j++) { c0[j] = 0; c1[j] = 0; c2[j] = 0; c3[j] = 0; }
-		for (int p = 0; p < k; p++) {
-			const float a0 = a[(long)i * lda + p], a1 = a[(long)(i + 1) * lda + p];
-			const float a2 = a[(long)(i + 2) * lda + p], a3 = a[(long)(i + 3) * lda + p];
-			const float *restrict br = b + (long)p * ldb;
-			for (int j = 0; j < n; j++) {
-				const float bv = br[j];
-				c0[j] += a0 * bv; c1[j] += a1 * bv; c2[j] += a2 * bv; c3[j] += a3 * bv;
-			}
+	for (; i + 6 <= m; i += 6)
+		for (int j = 0; j < n32; j += 32)
+			ms_panel6(k, a + (long)i * lda, lda, b + j, ldb, c + (long)i * ldc + j, ldc);
+	for (; i < m; i++)
+		for (int j = 0; j < n32; j += 32)
+			ms_panel1(k, a + (long)i * lda, lda, b + j, ldb, c + (long)i * ldc + j, ldc);
+	if (n32 == n)
+		return;
+	// Columns past the last full panel, one at a time.
+	for (int r = 0; r < m; r++)
+		for (int j = n32; j < n; j++) {
+			float s = 0;
+			for (int p = 0; p < k; p++) s += a[(long)r * lda + p] * b[(long)p * ldb + j];
+			c[(long)r * ldc + j] = s;
 		}
-	}
-	for (; i < m; i++) {
-		float *restrict ci = c + (long)i * ldc;
-		for (int j = 0; j < n; j++) ci[j] = 0;
-		for (int p = 0; p < k; p++) {
-			const float av = a[(long)i * lda + p];
-			const float *restrict br = b + (long)p * ldb;
-			for (int j = 0; j < n; j++) ci[j] += av * br[j];
-		}
-	}
 }
 */
 import "C"

@@ -206,7 +206,11 @@ func TestLocalSlots(t *testing.T) {
 		t.Fatalf("slots held after release: docs %d, all %d", len(l.docs), len(l.all))
 	}
 
-	m := newLocalModel(t)
+	// Its own slots over the shared weights: other tests use the shared
+	// model's slots at the same time.
+	shared := newLocalModel(t)
+	m := &Local{m: shared.m, docs: make(chan struct{}, 1), all: make(chan struct{}, 2)}
+	m.pool.New = func() any { return new(useScratch) }
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Add(1)

@@ -35,7 +35,7 @@ type Config struct {
 	// Dim is the embedding dimension; it is fixed at the first migration.
 	Dim int
 	// Embedder names the model whose vectors the database holds, for
-	// example "local/use-multilingual-v3"; empty skips the check. The first
+	// example "local/use-multilingual-v3/512"; empty skips the check. The first
 	// Migrate that names one records it, and a later one naming another is
 	// refused: vectors of two models are not comparable, even at one
 	// dimension, and mixing them would rank by noise without any error.

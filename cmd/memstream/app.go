@@ -107,7 +107,7 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*store
 		}
 		url = pg.URL()
 	}
-	st, err := store.Open(ctx, store.Config{URL: url, MaxConns: cfg.Database.MaxConns, Dim: cfg.Embed.Dim, Embedder: embedderID(cfg.Embed)}, log)
+	st, err := store.Open(ctx, store.Config{URL: url, MaxConns: cfg.Database.MaxConns, Dim: cfg.Embed.Dim, Embedder: embedderKey(cfg)}, log)
 	if err != nil {
 		return nil, pg, err
 	}
@@ -182,18 +182,6 @@ func newEmbedder(cfg config.Config) (embed.Embedder, error) {
 	return embed.NewCached(inner, cfg.Embed.CacheSize)
 }
 
-// embedderID names the model whose vectors the configuration makes, as the
-// database records it (memstream_meta embed_model).
-func embedderID(c config.Embed) string {
-	switch c.Provider {
-	case "local":
-		return "local/" + embed.LocalModelName
-	case "openai":
-		return "openai/" + c.Model
-	}
-	return c.Provider
-}
-
 // prefixes resolves embed.query_prefix and embed.document_prefix against the
 // provider's defaults.
 func prefixes(c config.Embed, def embed.Prefixes) embed.Prefixes {
@@ -207,7 +195,8 @@ func prefixes(c config.Embed, def embed.Prefixes) embed.Prefixes {
 	return p
 }
 
-// embedderKey names the embedder a similarity scale belongs to: provider,
+// embedderKey names the embedder a similarity scale belongs to, and the one
+// whose vectors a database holds (memstream_meta embed_model): provider,
 // model and dimension.
 func embedderKey(cfg config.Config) string {
 	model := cfg.Embed.Model

@@ -576,27 +576,27 @@ func percentile(sorted []float64, p float64) float64 {
 
 // ingestResult is the JSON line of the offline mode.
 type ingestResult struct {
-	Bench          string  `json:"bench"`
-	Mode           string  `json:"mode"`
-	Events         int     `json:"events"`
-	DeadLettered   int64   `json:"dead_lettered"`
-	Facts          int64   `json:"facts"`
-	Seconds        float64 `json:"seconds"`
-	EventsPerS     float64 `json:"events_per_s"`
-	FactsPerS      float64 `json:"facts_per_s"`
-	LatencyEvents  int     `json:"latency_events"`
-	LatencyRatePS  float64 `json:"latency_offered_events_per_s"`
-	P50Ms          float64 `json:"p50_ms"`
-	P99Ms          float64 `json:"p99_ms"`
-	CopyRows       int64   `json:"copy_rows"`
-	CopySeconds    float64 `json:"copy_seconds"`
-	CopyRowsPerS   float64 `json:"copy_rows_per_s"`
-	RatioToCopy    float64 `json:"ratio_to_copy"`
-	Lanes          int     `json:"lanes"`
-	BatchSize      int     `json:"batch_size"`
-	Partitions     int     `json:"partitions"`
-	EmbedDim       int     `json:"embed_dim"`
-	Embedder       string  `json:"embedder"`
+	Bench         string  `json:"bench"`
+	Mode          string  `json:"mode"`
+	Events        int     `json:"events"`
+	DeadLettered  int64   `json:"dead_lettered"`
+	Facts         int64   `json:"facts"`
+	Seconds       float64 `json:"seconds"`
+	EventsPerS    float64 `json:"events_per_s"`
+	FactsPerS     float64 `json:"facts_per_s"`
+	LatencyEvents int     `json:"latency_events"`
+	LatencyRatePS float64 `json:"latency_offered_events_per_s"`
+	P50Ms         float64 `json:"p50_ms"`
+	P99Ms         float64 `json:"p99_ms"`
+	CopyRows      int64   `json:"copy_rows"`
+	CopySeconds   float64 `json:"copy_seconds"`
+	CopyRowsPerS  float64 `json:"copy_rows_per_s"`
+	RatioToCopy   float64 `json:"ratio_to_copy"`
+	Lanes         int     `json:"lanes"`
+	BatchSize     int     `json:"batch_size"`
+	Partitions    int     `json:"partitions"`
+	EmbedDim      int     `json:"embed_dim"`
+	Embedder      string  `json:"embedder"`
 	// EmbedSeconds is the time the lanes spent in the embedder in phase 1,
 	// summed over lanes; EmbedMsPerFact divides it by the texts embedded.
 	EmbedSeconds   float64 `json:"embed_seconds"`

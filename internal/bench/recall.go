@@ -90,65 +90,176 @@ func RunRecall(ctx context.Context, cfg RecallConfig, stdout, stderr io.Writer) 
 			}
 			continue
 		}
+		loaded := make([]*loadedBank, 0, len(providers))
+		closeAll := func() {
+			for _, l := range loaded {
+				l.close()
+			}
+		}
 		for i, p := range providers {
-			if err := recallSize(ctx, cfg, base, n, maxConc, p, embs[i], log, progress, stdout); err != nil {
+			l, err := loadSize(ctx, cfg, base, n, maxConc, p, embs[i], log, progress)
+			if err != nil {
+				closeAll()
+				return err
+			}
+			loaded = append(loaded, l)
+			if err := l.time(ctx, cfg, progress, stdout); err != nil {
+				closeAll()
 				return err
 			}
 		}
+		if len(loaded) > 1 {
+			if err := pairedRecall(ctx, loaded, cfg.Warmup, progress, stdout); err != nil {
+				closeAll()
+				return err
+			}
+		}
+		closeAll()
 	}
 	return nil
 }
 
-// recallSize loads one bank size in a schema of its own and runs every
-// concurrency on it.
-func recallSize(ctx context.Context, cfg RecallConfig, base string, facts, maxConc int, provider string, emb embed.Embedder, log *slog.Logger, progress func(string), stdout io.Writer) error {
-	schema := fmt.Sprintf("bench_recall_%d", facts)
-	if provider != "hash" {
-		schema += "_" + provider
-	}
-	su, err := openSchemaURL(ctx, base, schema, cfg.Reuse)
-	if err != nil {
-		return err
-	}
-	if !cfg.Keep {
-		defer func() { _ = dropSchema(context.WithoutCancel(ctx), base, schema) }()
-	}
-	// A recall holds up to four connections (one per arm).
-	st, err := store.Open(ctx, store.Config{URL: su, Dim: cfg.Dim, MaxConns: 4*maxConc + 4, Embedder: provider}, log)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if _, err := st.Migrate(ctx); err != nil {
-		return err
-	}
-	t0 := time.Now()
-	bank, err := LoadBank(ctx, st.Pool(), emb, BankConfig{
-		BankID: fmt.Sprintf("bench-%d", facts), Facts: facts, Queries: cfg.Queries, Seed: cfg.Seed, Now: bankNow, Reuse: cfg.Reuse}, progress)
-	if err != nil {
-		return err
-	}
-	progress(fmt.Sprintf("loaded %d facts, %d entities, %d links in %s", bank.Facts, bank.Entities, bank.Links, time.Since(t0).Round(time.Second)))
-	r, err := recall.New(recall.Deps{Store: st, Embedder: emb, Logger: log}, recall.Config{})
-	if err != nil {
-		return err
-	}
+// loadedBank is one provider's bank of one size, open for timing.
+type loadedBank struct {
+	provider string
+	facts    int
+	st       *store.Store
+	r        *recall.Recaller
+	emb      embed.Embedder
+	bank     *Bank
+	close    func()
+}
+
+// time runs every concurrency on the bank, one JSON line each.
+func (l *loadedBank) time(ctx context.Context, cfg RecallConfig, progress func(string), stdout io.Writer) error {
 	for _, c := range cfg.Concurrency {
-		progress(fmt.Sprintf("%d facts: %d queries at concurrency %d", facts, cfg.Queries, c))
-		res, err := runRecall(ctx, r, st.Pool(), emb, bank, c, cfg.Warmup)
+		progress(fmt.Sprintf("%s, %d facts: %d queries at concurrency %d", l.provider, l.facts, cfg.Queries, c))
+		res, err := runRecall(ctx, l.r, l.st.Pool(), l.emb, l.bank, c, cfg.Warmup)
 		if err != nil {
 			return err
 		}
-		res.Embedder = provider
+		res.Embedder = l.provider
 		line, err := json.Marshal(res)
 		if err != nil {
 			return fmt.Errorf("bench recall: %w", err)
 		}
 		fmt.Fprintln(stdout, string(line))
 		progress(fmt.Sprintf("%s, %d facts, c=%d: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, %.0f QPS; raw HNSW p50 %.2f ms; ratio %.1fx",
-			provider, facts, c, res.P50MS, res.P95MS, res.P99MS, res.QPS, res.RawHNSWP50MS, res.RatioP50))
+			l.provider, l.facts, c, res.P50MS, res.P95MS, res.P99MS, res.QPS, res.RawHNSWP50MS, res.RatioP50))
 	}
 	return nil
+}
+
+// PairedResult compares embedders on banks of the same facts and queries:
+// query i is asked of every bank in turn (the order rotating with i), one
+// at a time, so load that comes and goes on a shared machine falls on all
+// of them alike.
+type PairedResult struct {
+	Bench     string             `json:"bench"`
+	Facts     int                `json:"facts"`
+	Queries   int                `json:"queries"`
+	Embedders []string           `json:"embedders"`
+	P50MS     map[string]float64 `json:"p50_ms"`
+	P95MS     map[string]float64 `json:"p95_ms"`
+	EmbedP50  map[string]float64 `json:"embed_p50_ms"`
+	// RatioP50 is each embedder's p50 over the first one's.
+	RatioP50 map[string]float64 `json:"ratio_p50_to_first"`
+}
+
+func pairedRecall(ctx context.Context, banks []*loadedBank, warmup int, progress func(string), stdout io.Writer) error {
+	qs := banks[0].bank.Queries
+	res := PairedResult{Bench: "recall_paired", Facts: banks[0].facts, Queries: len(qs), P50MS: map[string]float64{},
+		P95MS: map[string]float64{}, EmbedP50: map[string]float64{}, RatioP50: map[string]float64{}}
+	lat := make([][]time.Duration, len(banks))
+	emb := make([][]float64, len(banks))
+	for _, b := range banks {
+		if len(b.bank.Queries) != len(qs) {
+			return fmt.Errorf("bench recall: paired banks have %d and %d queries", len(qs), len(b.bank.Queries))
+		}
+		res.Embedders = append(res.Embedders, b.provider)
+		for i := range min(warmup, len(qs)) {
+			if _, err := b.r.Recall(ctx, b.bank.Queries[i]); err != nil {
+				return fmt.Errorf("bench recall: paired warmup: %w", err)
+			}
+		}
+	}
+	progress(fmt.Sprintf("%d facts: %d queries asked of %v in turn", res.Facts, len(qs), res.Embedders))
+	for i := range qs {
+		for j := range banks {
+			k := (i + j) % len(banks)
+			req := banks[k].bank.Queries[i]
+			req.Trace = true
+			t0 := time.Now()
+			resp, err := banks[k].r.Recall(ctx, req)
+			d := time.Since(t0)
+			if err != nil {
+				return fmt.Errorf("bench recall: paired %s: %w", banks[k].provider, err)
+			}
+			lat[k] = append(lat[k], d)
+			emb[k] = append(emb[k], resp.Trace.EmbedMS)
+		}
+	}
+	for k, b := range banks {
+		res.P50MS[b.provider], res.P95MS[b.provider] = pct(lat[k], 0.5), pct(lat[k], 0.95)
+		res.EmbedP50[b.provider] = pctF(emb[k], 0.5)
+		res.RatioP50[b.provider] = res.P50MS[b.provider] / res.P50MS[banks[0].provider]
+	}
+	line, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("bench recall: %w", err)
+	}
+	fmt.Fprintln(stdout, string(line))
+	for _, b := range banks {
+		progress(fmt.Sprintf("paired, %d facts: %s p50 %.2f ms (embedding %.2f ms), p95 %.2f ms, %.2fx the first",
+			res.Facts, b.provider, res.P50MS[b.provider], res.EmbedP50[b.provider], res.P95MS[b.provider], res.RatioP50[b.provider]))
+	}
+	return nil
+}
+
+// loadSize loads one provider's bank of one size in a schema of its own.
+// close drops the schema (unless Keep) and closes the store.
+func loadSize(ctx context.Context, cfg RecallConfig, base string, facts, maxConc int, provider string, emb embed.Embedder, log *slog.Logger, progress func(string)) (*loadedBank, error) {
+	schema := fmt.Sprintf("bench_recall_%d", facts)
+	if provider != "hash" {
+		schema += "_" + provider
+	}
+	su, err := openSchemaURL(ctx, base, schema, cfg.Reuse)
+	if err != nil {
+		return nil, err
+	}
+	l := &loadedBank{provider: provider, facts: facts, emb: emb}
+	l.close = func() {
+		if l.st != nil {
+			l.st.Close()
+		}
+		if !cfg.Keep {
+			_ = dropSchema(context.WithoutCancel(ctx), base, schema)
+		}
+	}
+	// A recall holds up to four connections (one per arm).
+	l.st, err = store.Open(ctx, store.Config{URL: su, Dim: cfg.Dim, MaxConns: 4*maxConc + 4, Embedder: provider}, log)
+	if err != nil {
+		l.close()
+		return nil, err
+	}
+	if _, err := l.st.Migrate(ctx); err != nil {
+		l.close()
+		return nil, err
+	}
+	t0 := time.Now()
+	l.bank, err = LoadBank(ctx, l.st.Pool(), emb, BankConfig{
+		BankID: fmt.Sprintf("bench-%d", facts), Facts: facts, Queries: cfg.Queries, Seed: cfg.Seed, Now: bankNow, Reuse: cfg.Reuse}, progress)
+	if err != nil {
+		l.close()
+		return nil, err
+	}
+	progress(fmt.Sprintf("%s: loaded %d facts, %d entities, %d links in %s", provider, l.bank.Facts, l.bank.Entities, l.bank.Links, time.Since(t0).Round(time.Second)))
+	l.r, err = recall.New(recall.Deps{Store: l.st, Embedder: emb, Logger: log}, recall.Config{})
+	if err != nil {
+		l.close()
+		return nil, err
+	}
+	return l, nil
 }
 
 // qRawHNSW is the baseline of `memstream bench recall` (SPEC §7): the one
