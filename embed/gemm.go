@@ -1,7 +1,7 @@
 package embed
 
 // gemmGo sets c[m×n] = a[m×k]·b[k×n] for row-major matrices with leading
-// dimensions lda, ldb and ldc. Four rows of a share each pass over a row of
+// dimensions lda, ldb and ldc; the fallback without cgo. Four rows of a share each pass over a row of
 // b, which is what bounds a scalar loop: b's rows stream from cache once per
 // four output rows instead of once per row.
 func gemmGo(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {

@@ -41,6 +41,10 @@ typedef float ms_v16 __attribute__((vector_size(64)));
 		}                                                                            \
 	}
 MS_PANEL(6)
+MS_PANEL(5)
+MS_PANEL(4)
+MS_PANEL(3)
+MS_PANEL(2)
 MS_PANEL(1)
 
 MS_CLONES
@@ -50,9 +54,20 @@ static void ms_gemm(int m, int n, int k, const float *a, int lda, const float *b
 	for (; i + 6 <= m; i += 6)
 		for (int j = 0; j < n32; j += 32)
 			ms_panel6(k, a + (long)i * lda, lda, b + j, ldb, c + (long)i * ldc + j, ldc);
-	for (; i < m; i++)
-		for (int j = 0; j < n32; j += 32)
-			ms_panel1(k, a + (long)i * lda, lda, b + j, ldb, c + (long)i * ldc + j, ldc);
+	// The last m % 6 rows in one panel of their height, so b is read once
+	// more, not once per row (a query is a handful of rows).
+	if (i < m)
+		for (int j = 0; j < n32; j += 32) {
+			const float *ai = a + (long)i * lda, *bj = b + j;
+			float *cij = c + (long)i * ldc + j;
+			switch (m - i) {
+			case 5: ms_panel5(k, ai, lda, bj, ldb, cij, ldc); break;
+			case 4: ms_panel4(k, ai, lda, bj, ldb, cij, ldc); break;
+			case 3: ms_panel3(k, ai, lda, bj, ldb, cij, ldc); break;
+			case 2: ms_panel2(k, ai, lda, bj, ldb, cij, ldc); break;
+			default: ms_panel1(k, ai, lda, bj, ldb, cij, ldc); break;
+			}
+		}
 	if (n32 == n)
 		return;
 	// Columns past the last full panel, one at a time.

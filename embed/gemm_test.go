@@ -7,13 +7,15 @@ import (
 )
 
 // TestGemmMatchesNaive checks both matrix kernels against a plain triple
-// loop, on shapes that exercise the four-row blocks, the leftover rows and
-// leading dimensions wider than the matrices.
+// loop, on shapes that exercise every panel height (1 to 6 rows), columns
+// past the last 32-wide panel, and leading dimensions wider than the
+// matrices.
 func TestGemmMatchesNaive(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, s := range []struct{ m, n, k, lda, ldb, ldc int }{
 		{1, 1, 1, 1, 1, 1}, {4, 8, 3, 3, 8, 8}, {7, 5, 9, 12, 6, 11}, {33, 256, 64, 70, 256, 300},
+		{2, 64, 16, 16, 64, 64}, {3, 96, 5, 5, 96, 96}, {4, 32, 7, 7, 40, 33}, {5, 70, 9, 9, 70, 70}, {11, 320, 3, 3, 320, 320},
 	} {
 		a := make([]float32, s.m*s.lda)
 		b := make([]float32, s.k*s.ldb)

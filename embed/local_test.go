@@ -233,3 +233,26 @@ func TestLocalSlots(t *testing.T) {
 		t.Fatalf("model slots held after all calls returned: docs %d, all %d", len(m.docs), len(m.all))
 	}
 }
+
+// BenchmarkLocalFactBatch embeds 64 fact-sized texts per call, as the
+// ingest pipeline does; run it under /usr/bin/time with GOMAXPROCS=1 and
+// divide user time by the texts for the CPU cost per fact.
+func BenchmarkLocalFactBatch(b *testing.B) {
+	l := newLocalModel(b)
+	base := []string{"I moved to Lisbon last March because my company opened an office there.",
+		"My sister Hana is visiting next weekend, so I booked a table at the harbour restaurant.",
+		"We finally shipped the billing migration yesterday after three weeks of testing.",
+		"I prefer window seats on long flights and I always bring noise-cancelling headphones.",
+		"老张说他下个月要搬到上海去工作。", "因为项目延期，所以我们把发布推迟到了三月。",
+		"Noted. I will remind you the day before.", "The apartment in Kyoto has a small balcony, which is why I liked it."}
+	texts := make([]string, 64)
+	for i := range texts {
+		texts[i] = base[i%len(base)]
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := l.EmbedDocuments(ctx, texts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
