@@ -361,16 +361,28 @@ func browser(t *testing.T, parent context.Context) context.Context {
 		chromedp.Flag("font-render-hinting", "none"),
 		chromedp.WindowSize(1440, 900),
 	}
-	actx, cancelA := chromedp.NewExecAllocator(parent, opts...)
-	bctx, cancelB := chromedp.NewContext(actx)
-	t.Cleanup(func() {
+	// On two loaded cores a first start (a new profile, the font cache)
+	// can take well over chromedp's default 20 s to print its address.
+	var out bytes.Buffer
+	opts = append(opts, chromedp.WSURLReadTimeout(2*time.Minute), chromedp.CombinedOutput(&out))
+	for attempt := 1; ; attempt++ {
+		actx, cancelA := chromedp.NewExecAllocator(parent, opts...)
+		bctx, cancelB := chromedp.NewContext(actx)
+		err := chromedp.Run(bctx)
+		if err == nil {
+			t.Cleanup(func() {
+				cancelB()
+				cancelA()
+			})
+			return bctx
+		}
 		cancelB()
 		cancelA()
-	})
-	if err := chromedp.Run(bctx); err != nil {
-		t.Fatalf("start chromium %s: %v", exe, err)
+		if attempt == 2 {
+			t.Fatalf("start chromium %s: %v\n%s", exe, err, tail(out.String(), 4000))
+		}
+		t.Logf("start chromium %s: %v; trying once more", exe, err)
 	}
-	return bctx
 }
 
 // step runs browser actions with a deadline of its own, so one stuck wait
