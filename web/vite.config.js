@@ -11,5 +11,7 @@ export default defineConfig({
     sourcemap: false,
     assetsInlineLimit: 0,
     chunkSizeWarningLimit: 1000,
+    // On two loaded cores every build would warn that plugins are slow.
+    rolldownOptions: { checks: { pluginTimings: false } },
   },
 })
