@@ -481,8 +481,27 @@ func TestConsole(t *testing.T) {
 			chromedp.SendKeys(`input[name=q]`, "Shanghai", chromedp.ByQuery),
 			chromedp.Click(`[data-testid=memory-filters] button[type=submit]`, chromedp.ByQuery),
 			until(`(() => { const rows = [...document.querySelectorAll('[data-testid=memory-row]')];
-				return rows.length > 0 && rows.every(r => r.innerText.includes('Shanghai') && r.innerText.includes('experience')) })()`),
+				return rows.length > 0 && rows.every(r => r.querySelector('.badge').innerText === 'experience') })()`),
 		)
+		// The page lists what the API answers for the same filter, in order.
+		var want struct {
+			Items []struct {
+				Text string `json:"text"`
+			} `json:"items"`
+		}
+		if _, err := s.call(ctx, adminKey, "GET", "/v1/default/banks/alice/memories/list?type=experience&q=Shanghai&limit=50", nil, &want); err != nil {
+			t.Fatal(err)
+		}
+		var shown []string
+		step(t, b, "read the rows", chromedp.Evaluate(`[...document.querySelectorAll('[data-testid=memory-row] td:nth-child(2) > a')].map(a => a.innerText)`, &shown))
+		if len(shown) != len(want.Items) || len(shown) == 0 {
+			t.Fatalf("the filtered page shows %d memories, the API answers %d", len(shown), len(want.Items))
+		}
+		for i, it := range want.Items {
+			if strings.TrimSpace(shown[i]) != strings.TrimSpace(it.Text) {
+				t.Errorf("row %d = %q, the API's = %q", i, shown[i], it.Text)
+			}
+		}
 		shot(t, b, "memories")
 		step(t, b, "open a memory",
 			chromedp.Click(`[data-testid=memory-row] td:nth-child(2) a`, chromedp.ByQuery),

@@ -95,7 +95,13 @@ export const adapt = {
     return {
       ...m,
       type: m.type ?? m.fact_type,
-      entities: arr(m.entities).map((e) => (typeof e === 'string' ? { name: e } : e)),
+      // entities: objects (memstream), names (recall), or one comma-joined
+      // string beside entity_refs objects (Hindsight's list shape).
+      entities: Array.isArray(m.entity_refs)
+        ? m.entity_refs
+        : typeof m.entities === 'string'
+          ? m.entities.split(',').map((n) => n.trim()).filter(Boolean).map((name) => ({ name }))
+          : arr(m.entities).map((e) => (typeof e === 'string' ? { name: e } : e)),
       tags: arr(m.tags),
       metadata: m.metadata || {},
     }

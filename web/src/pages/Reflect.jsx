@@ -37,7 +37,7 @@ export function ReflectPage({ bank }) {
     setBusy(true)
     setErr(null)
     try {
-      const r = adapt.reflect(await api('POST', bankPath(bank, '/reflect'), { query: q, budget }))
+      const r = adapt.reflect(await api('POST', bankPath(bank, '/reflect'), { query: q, budget, include: { facts: {}, tool_calls: { output: true } } }))
       const ids = [...(r.basedOn.memories || []), ...(r.basedOn.observations || []), ...[...r.text.matchAll(UUID)].map((m) => m[2])]
       let got = { ...r.known }
       if (ids.some((id) => !got[id])) {
@@ -103,7 +103,7 @@ export function ReflectPage({ bank }) {
                         <td className="muted">{i + 1}</td>
                         <td><code>{c.tool || c.name}</code></td>
                         <td><code className="wrap">{JSON.stringify(c.input ?? c.arguments ?? {})}</code></td>
-                        <td className="num">{c.output_size ?? ''}</td>
+                        <td className="num">{c.output_size ?? (c.output ? JSON.stringify(c.output).length : '')}</td>
                         <td className="num">{c.duration_ms ?? ''}</td>
                       </tr>
                     ))}
