@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
 	"github.com/memstream/memstream/consolidate"
@@ -37,6 +38,7 @@ func clock() time.Time { return now }
 type env struct {
 	t   *testing.T
 	st  *store.Store
+	db  *pgxpool.Pool // the test's own, for arranging and asserting rows
 	emb *embed.Hash
 	seq int
 }
@@ -56,7 +58,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, st: st, emb: emb}
+	return &env{t: t, st: st, db: pgtest.Pool(t, url), emb: emb}
 }
 
 type fact struct {
@@ -122,7 +124,7 @@ type obsRow struct {
 
 func (e *env) observations(bank string) []obsRow {
 	e.t.Helper()
-	rows, err := e.st.Pool().Query(context.Background(), `SELECT m.id, m.text, m.tags, m.proof_count, m.state, COALESCE(m.invalid_reason, ''),
+	rows, err := e.db.Query(context.Background(), `SELECT m.id, m.text, m.tags, m.proof_count, m.state, COALESCE(m.invalid_reason, ''),
 		COALESCE(m.trend, ''), (SELECT count(*) FROM observation_evidence ev WHERE ev.observation_id = m.id)
 		FROM memory_units m WHERE m.bank_id = $1 AND m.fact_type = 'observation' ORDER BY m.proof_count DESC, m.text`, bank)
 	if err != nil {
@@ -156,7 +158,7 @@ func valid(obs []obsRow) []obsRow {
 func (e *env) count(q string, args ...any) int {
 	e.t.Helper()
 	var n int64
-	if err := e.st.Pool().QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+	if err := e.db.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
 		e.t.Fatal(err)
 	}
 	return int(n)
@@ -253,7 +255,7 @@ func TestCityChangeUpdatesWithHistory(t *testing.T) {
 	}
 	for _, o := range obs {
 		var old, newText []string
-		rows, err := e.st.Pool().Query(context.Background(), `SELECT action, COALESCE(old_text, ''), COALESCE(new_text, ''), reason
+		rows, err := e.db.Query(context.Background(), `SELECT action, COALESCE(old_text, ''), COALESCE(new_text, ''), reason
 			FROM observation_history WHERE observation_id = $1 ORDER BY id`, o.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -279,7 +281,7 @@ func TestCityChangeUpdatesWithHistory(t *testing.T) {
 		}
 		// Both periods' evidence stays.
 		var early, late int
-		if err := e.st.Pool().QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE evidence_at < '2026-01-01'),
+		if err := e.db.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE evidence_at < '2026-01-01'),
 			count(*) FILTER (WHERE evidence_at >= '2026-01-01') FROM observation_evidence WHERE observation_id = $1`, o.ID).Scan(&early, &late); err != nil {
 			t.Fatal(err)
 		}
@@ -517,7 +519,7 @@ func TestOldCityStaysRecallable(t *testing.T) {
 	// evidence stays attached.
 	var start time.Time
 	var ev int
-	if err := e.st.Pool().QueryRow(context.Background(), `SELECT occurred_start,
+	if err := e.db.QueryRow(context.Background(), `SELECT occurred_start,
 		(SELECT count(*) FROM observation_evidence WHERE observation_id = m.id)
 		FROM memory_units m WHERE bank_id = 'alice' AND fact_type = 'observation' AND state = 'valid'`).Scan(&start, &ev); err != nil {
 		t.Fatal(err)

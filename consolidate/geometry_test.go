@@ -212,7 +212,7 @@ func TestConsolidationHoldsOnEveryEmbedder(t *testing.T) {
 			if _, err := w.DrainBank(ctx, "alice"); err != nil {
 				t.Fatal(err)
 			}
-			rows, err := st.Pool().Query(ctx, `SELECT ev.observation_id::text, ev.memory_id::text FROM observation_evidence ev
+			rows, err := pgtest.Pool(t, url).Query(ctx, `SELECT ev.observation_id::text, ev.memory_id::text FROM observation_evidence ev
 				JOIN memory_units o ON o.id = ev.observation_id WHERE o.bank_id = 'alice' AND o.state = 'valid'`)
 			if err != nil {
 				t.Fatal(err)

@@ -127,7 +127,7 @@ func TestMentalModelRefreshAndPages(t *testing.T) {
 	facts = append(facts, fact{text: "Alice lives in Beijing", at: now.AddDate(0, -1, 0)})
 	e.persist("alice", facts...)
 	mmID := uuid.New()
-	if _, err := e.st.Pool().Exec(ctx, `INSERT INTO mental_models (id, bank_id, name, source_query) VALUES ($1, 'alice', 'Preferences', $2)`,
+	if _, err := e.db.Exec(ctx, `INSERT INTO mental_models (id, bank_id, name, source_query) VALUES ($1, 'alice', 'Preferences', $2)`,
 		mmID, "Which sentences does Alice prefer: active or passive voice?"); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestMentalModelRefreshAndPages(t *testing.T) {
 	obs := e.observations("alice")
 	var content string
 	var basedOn []byte
-	if err := e.st.Pool().QueryRow(ctx, `SELECT content, based_on::text FROM mental_models WHERE id = $1 AND last_refreshed_at = $2`, mmID, now).Scan(&content, &basedOn); err != nil {
+	if err := e.db.QueryRow(ctx, `SELECT content, based_on::text FROM mental_models WHERE id = $1 AND last_refreshed_at = $2`, mmID, now).Scan(&content, &basedOn); err != nil {
 		t.Fatal(err)
 	}
 	pref := obs[0]
@@ -200,7 +200,7 @@ func TestMentalModelRefreshThroughRecall(t *testing.T) {
 	facts = append(facts, fact{text: "Alice plays the violin in an orchestra", at: now})
 	e.persist("alice", facts...)
 	mmID := uuid.New()
-	if _, err := e.st.Pool().Exec(ctx, `INSERT INTO mental_models (id, bank_id, name, source_query) VALUES ($1, 'alice', 'Writing style', $2)`,
+	if _, err := e.db.Exec(ctx, `INSERT INTO mental_models (id, bank_id, name, source_query) VALUES ($1, 'alice', 'Writing style', $2)`,
 		mmID, "Does Alice prefer active or passive voice in sentences?"); err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestMentalModelRefreshThroughRecall(t *testing.T) {
 	}
 	pref := e.observations("alice")[0]
 	var content string
-	if err := e.st.Pool().QueryRow(ctx, `SELECT content FROM mental_models WHERE id = $1`, mmID).Scan(&content); err != nil {
+	if err := e.db.QueryRow(ctx, `SELECT content FROM mental_models WHERE id = $1`, mmID).Scan(&content); err != nil {
 		t.Fatal(err)
 	}
 	first := strings.SplitN(content, "\n", 4)
@@ -251,7 +251,7 @@ func TestRunStoppedMidJobResumes(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM jobs WHERE state = 'available' AND locked_by IS NULL`) +
 		100*e.count(`SELECT count(*) FROM jobs WHERE state = 'running'`); n != 1 {
 		var dump string
-		_ = e.st.Pool().QueryRow(context.Background(), `SELECT string_agg(format('%s %s %s %s', state, locked_by, last_error, attempts), '; ') FROM jobs`).Scan(&dump)
+		_ = e.db.QueryRow(context.Background(), `SELECT string_agg(format('%s %s %s %s', state, locked_by, last_error, attempts), '; ') FROM jobs`).Scan(&dump)
 		t.Fatalf("released jobs = %d: %s", n, dump)
 	}
 	pending := e.count(`SELECT count(*) FROM memory_units WHERE bank_id = 'alice' AND consolidated_at IS NULL AND fact_type <> 'observation'`)
@@ -358,7 +358,7 @@ func TestHousekeepingDeletesFinishedJobs(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	e.persist("r", fact{text: "Rae bakes bread", at: now})
-	if _, err := e.st.Pool().Exec(ctx, `INSERT INTO jobs (kind, bank_id, state, attempts, finished_at) VALUES
+	if _, err := e.db.Exec(ctx, `INSERT INTO jobs (kind, bank_id, state, attempts, finished_at) VALUES
 		('consolidate', 'r', 'done', 1, now() - interval '2 hours'),
 		('consolidate', 'r', 'failed', 10, now() - interval '2 hours'),
 		('consolidate', 'r', 'failed', 10, now() - interval '8 days')`); err != nil {
@@ -460,7 +460,7 @@ func TestLostJobStopsDrain(t *testing.T) {
 	}()
 	<-adj.entered
 	// What a reclaim followed by another worker's claim leaves behind.
-	if _, err := e.st.Pool().Exec(ctx, `UPDATE jobs SET locked_by = 'other-worker', locked_at = now() WHERE state = 'running'`); err != nil {
+	if _, err := e.db.Exec(ctx, `UPDATE jobs SET locked_by = 'other-worker', locked_at = now() WHERE state = 'running'`); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the drain to stop", adj.cancelled.Load)

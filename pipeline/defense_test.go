@@ -15,6 +15,7 @@ import (
 	"github.com/memstream/memstream/broker"
 	"github.com/memstream/memstream/defense"
 	"github.com/memstream/memstream/event"
+	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/store"
 )
 
@@ -119,7 +120,7 @@ func defenseChat(bank, id, doc string, msgs ...string) []byte {
 // editing the test.
 func (h *harness) defenseTextColumns() [][2]string {
 	h.t.Helper()
-	rows, err := h.st.Pool().Query(context.Background(), `
+	rows, err := pgtest.DB(h.st).Query(context.Background(), `
 		SELECT table_name, column_name FROM information_schema.columns
 		WHERE table_schema = current_schema()
 		  AND (data_type IN ('text', 'character varying', 'jsonb', 'json', 'tsvector') OR udt_name IN ('_text', '_varchar'))
@@ -151,7 +152,7 @@ func (h *harness) defenseDump() map[string][]string {
 	for _, c := range cols {
 		q := fmt.Sprintf("SELECT %s::text FROM %s WHERE %s IS NOT NULL",
 			pgx.Identifier{c[1]}.Sanitize(), pgx.Identifier{c[0]}.Sanitize(), pgx.Identifier{c[1]}.Sanitize())
-		rows, err := h.st.Pool().Query(context.Background(), q)
+		rows, err := pgtest.DB(h.st).Query(context.Background(), q)
 		if err != nil {
 			h.t.Fatalf("%s: %v", q, err)
 		}
@@ -265,7 +266,7 @@ func TestDefenseNoRawSecretReachesPostgres(t *testing.T) {
 
 	// One audit row per finding: label, action and a fingerprint, never
 	// the value (assertNoSecrets covered every audit column already).
-	rows, err := h.st.Pool().Query(context.Background(), `SELECT event_key, label, action, fingerprint FROM defense_audit WHERE bank_id = 'dana'`)
+	rows, err := pgtest.DB(h.st).Query(context.Background(), `SELECT event_key, label, action, fingerprint FROM defense_audit WHERE bank_id = 'dana'`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +333,7 @@ func TestDefenseBlockPolicyDeadLettersAndStoresNothing(t *testing.T) {
 	}
 
 	// The blocked event is audited: labels, action block, fingerprints.
-	rows, err := h.st.Pool().Query(ctx, `SELECT label, action, fingerprint FROM defense_audit WHERE bank_id = 'locked' AND event_key = 'locked-1' ORDER BY label`)
+	rows, err := pgtest.DB(h.st).Query(ctx, `SELECT label, action, fingerprint FROM defense_audit WHERE bank_id = 'locked' AND event_key = 'locked-1' ORDER BY label`)
 	if err != nil {
 		t.Fatal(err)
 	}

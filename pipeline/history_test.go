@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/memstream/memstream/embed"
+	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/recall"
 )
 
@@ -74,7 +75,7 @@ func TestAnswerFoundByTheRequestOverPerMessageEvents(t *testing.T) {
 	h.waitEvents(3+2*len(others), 60*time.Second)
 
 	var ctxText string
-	if err := h.st.Pool().QueryRow(context.Background(),
+	if err := pgtest.DB(h.st).QueryRow(context.Background(),
 		`SELECT context FROM memory_units WHERE bank_id = 'ana' AND text LIKE '%Syrah%'`).Scan(&ctxText); err != nil {
 		t.Fatal(err)
 	}

@@ -216,7 +216,7 @@ func TestAliasResolutionAcrossEvents(t *testing.T) {
 		t.Fatalf("events = %d, want 3", n)
 	}
 	// Every fact naming one of the three forms links to the same entity.
-	rows, err := h.st.Pool().Query(context.Background(), `
+	rows, err := pgtest.DB(h.st).Query(context.Background(), `
 		SELECT DISTINCT mu.text, e.id::text, e.canonical_name
 		FROM memory_units mu
 		JOIN unit_entities ue ON ue.unit_id = mu.id
@@ -254,7 +254,7 @@ func TestAliasResolutionAcrossEvents(t *testing.T) {
 		id = k
 	}
 	var aliases []string
-	if err := h.st.Pool().QueryRow(context.Background(),
+	if err := pgtest.DB(h.st).QueryRow(context.Background(),
 		`SELECT array_agg(DISTINCT alias ORDER BY alias) FROM entity_aliases WHERE entity_id = $1::uuid`, id).Scan(&aliases); err != nil {
 		t.Fatal(err)
 	}

@@ -58,6 +58,7 @@ func newHarnessURL(t *testing.T, url string) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
+	pgtest.Attach(t, st, url)
 	if _, err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func (h *harness) produce(vals ...[]byte) {
 func (h *harness) count(q string, args ...any) int {
 	h.t.Helper()
 	var n int
-	if err := h.st.Pool().QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+	if err := pgtest.DB(h.st).QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
 		h.t.Fatal(err)
 	}
 	return n

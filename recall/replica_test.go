@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/memstream/memstream/embed"
+	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/pgserver"
 	"github.com/memstream/memstream/store"
 	"github.com/memstream/memstream/text"
@@ -81,11 +82,12 @@ func TestRecallFromStreamingReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer read.Close()
+	readDB := pgtest.Pool(t, standby.URL())
 	var recovering bool
-	if err := read.Pool().QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovering); err != nil || !recovering {
+	if err := readDB.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovering); err != nil || !recovering {
 		t.Fatalf("read pool is not on a standby: in recovery %v, %v", recovering, err)
 	}
-	_, err = read.Pool().Exec(ctx, "INSERT INTO banks (id) VALUES ('not-here')")
+	_, err = readDB.Exec(ctx, "INSERT INTO banks (id) VALUES ('not-here')")
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "25006" { // read_only_sql_transaction
 		t.Fatalf("write on the standby: %v, want read-only refusal", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/memstream/memstream/config"
+	"github.com/memstream/memstream/internal/pgtest"
 )
 
 func TestAccess(t *testing.T) {
@@ -191,7 +192,7 @@ func TestEveryBankRouteHoldsScope(t *testing.T) {
 		t.Fatalf("only %d bank route checks", n)
 	}
 	var chunk string
-	if err := e.st.Pool().QueryRow(context.Background(), `SELECT id::text FROM chunks WHERE bank_id = 'bank-a' LIMIT 1`).Scan(&chunk); err != nil {
+	if err := pgtest.DB(e.st).QueryRow(context.Background(), `SELECT id::text FROM chunks WHERE bank_id = 'bank-a' LIMIT 1`).Scan(&chunk); err != nil {
 		t.Fatal(err)
 	}
 	if r := e.call("GET", "/v1/default/chunks/"+chunk, "", readerBKey); r.status != http.StatusNotFound {

@@ -117,7 +117,7 @@ func (f *fakeRefresher) DryRefresh(ctx context.Context, bankID, id string) (stri
 
 func (f *fakeRefresher) Refresh(ctx context.Context, bankID, id string) error {
 	f.calls++
-	_, err := f.st.Pool().Exec(ctx, `UPDATE mental_models SET content = 'refreshed ' || source_query, last_refreshed_at = now()
+	_, err := pgtest.DB(f.st).Exec(ctx, `UPDATE mental_models SET content = 'refreshed ' || source_query, last_refreshed_at = now()
 		WHERE bank_id = $1 AND id = $2`, bankID, id)
 	return err
 }
@@ -155,6 +155,7 @@ func openStore(t testing.TB) *store.Store {
 	if _, err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	pgtest.Attach(t, st, url)
 	return st
 }
 
@@ -318,17 +319,17 @@ func seed(t testing.TB, st *store.Store, bank string) seeded {
 	if _, err := st.PersistBatch(ctx, evs); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Pool().Exec(ctx, `INSERT INTO memory_units (id, bank_id, fact_type, text, mentioned_at, idempotency_key, proof_count, trend)
+	if _, err := pgtest.DB(st).Exec(ctx, `INSERT INTO memory_units (id, bank_id, fact_type, text, mentioned_at, idempotency_key, proof_count, trend)
 		VALUES ($1, $2, 'observation', 'Alice settled in Lisbon', $3, $4, 2, 'strengthening')`, s.obs, bank, at, s.obs.String()); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range []uuid.UUID{s.f1, s.f2} {
-		if _, err := st.Pool().Exec(ctx, `INSERT INTO observation_evidence (observation_id, memory_id, quote, relevance, evidence_at)
+		if _, err := pgtest.DB(st).Exec(ctx, `INSERT INTO observation_evidence (observation_id, memory_id, quote, relevance, evidence_at)
 			VALUES ($1, $2, $3, 0.9, $4)`, s.obs, m, "quote "+m.String(), at); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := st.Pool().Exec(ctx, `INSERT INTO observation_history (observation_id, action, new_text, memory_ids)
+	if _, err := pgtest.DB(st).Exec(ctx, `INSERT INTO observation_history (observation_id, action, new_text, memory_ids)
 		VALUES ($1, 'create', 'Alice settled in Lisbon', $2)`, s.obs, []uuid.UUID{s.f1, s.f2}); err != nil {
 		t.Fatal(err)
 	}

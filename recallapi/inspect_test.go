@@ -15,6 +15,7 @@ import (
 	"github.com/memstream/memstream/broker"
 	"github.com/memstream/memstream/defense"
 	"github.com/memstream/memstream/event"
+	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/pipeline"
 	"github.com/memstream/memstream/store"
 )
@@ -178,7 +179,7 @@ func TestActivityRoute(t *testing.T) {
 	if sum(a, "events") != 1 || sum(a, "facts") != 3 || sum(a, "consolidated") != 0 || last(a, "backlog") != 3 || last(a, "backlog_peak") != 3 {
 		t.Fatalf("before consolidation: %s", a.raw)
 	}
-	if _, err := e.st.Pool().Exec(t.Context(), `UPDATE memory_units SET consolidated_at = now() WHERE id = ANY($1)`, []uuid.UUID{s.f1, s.f2}); err != nil {
+	if _, err := pgtest.DB(e.st).Exec(t.Context(), `UPDATE memory_units SET consolidated_at = now() WHERE id = ANY($1)`, []uuid.UUID{s.f1, s.f2}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.st.RecordDeadLetter(t.Context(), "memstream.events", 0, 7, "b1", "schema_violation", "decode"); err != nil {
@@ -190,7 +191,7 @@ func TestActivityRoute(t *testing.T) {
 	}
 	// A fact consolidated ten seconds after it was stored, five minutes ago:
 	// the backlog at the bucket's end misses it, its peak does not.
-	if _, err := e.st.Pool().Exec(t.Context(), `UPDATE memory_units SET created_at = now() - interval '5 minutes',
+	if _, err := pgtest.DB(e.st).Exec(t.Context(), `UPDATE memory_units SET created_at = now() - interval '5 minutes',
 		consolidated_at = now() - interval '5 minutes' + interval '10 seconds' WHERE id = $1`, s.f3); err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestActivityRoute(t *testing.T) {
 		t.Fatalf("a burst consolidated within its bucket shows in no peak: %s", a.raw)
 	}
 	// A window that ends before the facts were written sees none.
-	if _, err := e.st.Pool().Exec(t.Context(), `UPDATE memory_units SET created_at = now() - interval '3 hours', consolidated_at = NULL`); err != nil {
+	if _, err := pgtest.DB(e.st).Exec(t.Context(), `UPDATE memory_units SET created_at = now() - interval '3 hours', consolidated_at = NULL`); err != nil {
 		t.Fatal(err)
 	}
 	a = ok(t, e.call("GET", b+"/activity?minutes=60&buckets=6", "", ""), "activity old facts")

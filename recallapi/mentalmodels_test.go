@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/memstream/memstream/internal/pgtest"
 )
 
 func counterValue(c prometheus.Counter) float64 {
@@ -54,7 +56,7 @@ func TestMentalModelRoutesAndCache(t *testing.T) {
 	}
 	// A change that bypasses the API and announces nothing is not seen:
 	// the second GET is answered from the cache.
-	if _, err := e.st.Pool().Exec(context.Background(), `UPDATE mental_models SET content = 'coffee (unannounced)' WHERE id = $1`, id); err != nil {
+	if _, err := pgtest.DB(e.st).Exec(context.Background(), `UPDATE mental_models SET content = 'coffee (unannounced)' WHERE id = $1`, id); err != nil {
 		t.Fatal(err)
 	}
 	if r := get(); r.body["content"] != "tea" || e.cacheCount("hit") != 1 {

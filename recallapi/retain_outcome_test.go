@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memstream/memstream/internal/pgtest"
 )
 
 // A retain retried with the same Idempotency-Key (or Hindsight's
@@ -38,7 +40,7 @@ func TestRetainIdempotencyKey(t *testing.T) {
 		t.Fatalf("published %d events for two items retried five times, want 2", n)
 	}
 	var stored int
-	if err := e.st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM events WHERE bank_id = 'b1'`).Scan(&stored); err != nil || stored != 2 {
+	if err := pgtest.DB(e.st).QueryRow(context.Background(), `SELECT count(*) FROM events WHERE bank_id = 'b1'`).Scan(&stored); err != nil || stored != 2 {
 		t.Fatalf("stored %d events (%v), want 2", stored, err)
 	}
 	if r := e.retainWithKey(path, `{"items":[{"content":"something else"}]}`, "key-1"); r.status != 409 || r.errField() != "Idempotency-Key" {
@@ -58,7 +60,7 @@ func TestRetainIdempotencyKey(t *testing.T) {
 			t.Fatalf("event_id retain: %d %s", r.status, r.raw)
 		}
 	}
-	if err := e.st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM events WHERE bank_id = 'b1' AND event_key = 'chat-42/7'`).Scan(&stored); err != nil || stored != 1 {
+	if err := pgtest.DB(e.st).QueryRow(context.Background(), `SELECT count(*) FROM events WHERE bank_id = 'b1' AND event_key = 'chat-42/7'`).Scan(&stored); err != nil || stored != 1 {
 		t.Fatalf("event_id stored %d times (%v), want 1", stored, err)
 	}
 }
@@ -83,7 +85,7 @@ func TestRetainReportsDeadLetteredItem(t *testing.T) {
 	}()
 	// Play the pipeline: dead-letter the record where it landed.
 	waitUntil(t, "published", func() bool { return len(e.pub.published()) == 1 })
-	if _, err := e.st.Pool().Exec(context.Background(), `INSERT INTO dead_letters (topic, partition, "offset", bank_id, error_class, error_stage)
+	if _, err := pgtest.DB(e.st).Exec(context.Background(), `INSERT INTO dead_letters (topic, partition, "offset", bank_id, error_class, error_stage)
 		VALUES ('fake', 0, 0, 'b1', 'extract_failed', 'extract')`); err != nil {
 		t.Fatal(err)
 	}

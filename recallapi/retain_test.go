@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memstream/memstream/internal/pgtest"
 )
 
 func TestRetainWaitsUntilPersisted(t *testing.T) {
@@ -106,7 +108,7 @@ func TestRetainBlockedByPolicy(t *testing.T) {
 func TestRetainFailsClosedOnBadStoredPolicy(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{persist: true})
-	if _, err := e.st.Pool().Exec(context.Background(), `INSERT INTO banks (id, defense_policy) VALUES ('b1', '{"default":"explode"}')`); err != nil {
+	if _, err := pgtest.DB(e.st).Exec(context.Background(), `INSERT INTO banks (id, defense_policy) VALUES ('b1', '{"default":"explode"}')`); err != nil {
 		t.Fatal(err)
 	}
 	r := e.call("POST", "/v1/default/banks/b1/memories", `{"items":[{"content":"hello"}]}`, "")

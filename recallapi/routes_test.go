@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/reflect"
 )
 
@@ -129,7 +130,7 @@ func TestEntityRoutes(t *testing.T) {
 		t.Fatalf("alias: %s", al.raw)
 	}
 	var keys []string
-	if err := e.st.Pool().QueryRow(t.Context(), `SELECT array_agg(alias_key ORDER BY alias_key) FROM entity_aliases WHERE entity_id = $1 AND alias = 'Robert Smith'`, s.bob).Scan(&keys); err != nil {
+	if err := pgtest.DB(e.st).QueryRow(t.Context(), `SELECT array_agg(alias_key ORDER BY alias_key) FROM entity_aliases WHERE entity_id = $1 AND alias = 'Robert Smith'`, s.bob).Scan(&keys); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(keys, "robert smith") || len(keys) < 2 {

@@ -51,7 +51,7 @@ func TestOfflineOnDemoData(t *testing.T) {
 	defer f.Close()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, emb := migratedStore(t, log)
+	st, emb, _ := migratedStore(t, log)
 	ex := extract.NewOffline(extract.OfflineConfig{})
 	var evs []store.EventRecord
 	sc := bufio.NewScanner(f)

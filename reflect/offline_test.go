@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memstream/memstream/embed"
@@ -30,8 +31,9 @@ type pgFact struct {
 }
 
 // migratedStore opens a store on a fresh, migrated schema of the test
-// server, and the local embedder of its dimension.
-func migratedStore(t *testing.T, log *slog.Logger) (*store.Store, *embed.Hash) {
+// server, the local embedder of its dimension, and a pool of the test's
+// own on the schema for arranging and asserting rows.
+func migratedStore(t *testing.T, log *slog.Logger) (*store.Store, *embed.Hash, *pgxpool.Pool) {
 	t.Helper()
 	url, _ := pgtest.Schema(t)
 	st, err := store.Open(context.Background(), store.Config{URL: url, Dim: testDim, MaxConns: 4}, log)
@@ -46,11 +48,12 @@ func migratedStore(t *testing.T, log *slog.Logger) (*store.Store, *embed.Hash) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st, emb
+	return st, emb, pgtest.Pool(t, url)
 }
 
 type pgFixture struct {
 	st  *store.Store
+	db  *pgxpool.Pool // the test's own, for arranging and asserting rows
 	rec *recall.Recaller
 	ids map[string]uuid.UUID
 }
@@ -62,8 +65,8 @@ func newPGFixture(t *testing.T, facts []pgFact) *pgFixture {
 	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, emb := migratedStore(t, log)
-	fx := &pgFixture{st: st, ids: map[string]uuid.UUID{}}
+	st, emb, db := migratedStore(t, log)
+	fx := &pgFixture{st: st, db: db, ids: map[string]uuid.UUID{}}
 	eid := store.DeriveID("alice", "entity", "Alice")
 	var evs []store.EventRecord
 	for _, f := range facts {
@@ -90,7 +93,7 @@ func newPGFixture(t *testing.T, facts []pgFact) *pgFixture {
 	}
 	for _, f := range facts {
 		if f.trend != "" {
-			if _, err := st.Pool().Exec(ctx, `UPDATE memory_units SET trend = $2 WHERE id = $1`, fx.ids[f.key], f.trend); err != nil {
+			if _, err := db.Exec(ctx, `UPDATE memory_units SET trend = $2 WHERE id = $1`, fx.ids[f.key], f.trend); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -117,7 +120,7 @@ func TestOfflineAnswersWithNewerCityAndCitesObservation(t *testing.T) {
 	})
 	ctx := context.Background()
 	// A mental model about something else must not lead the answer.
-	if _, err := fx.st.Pool().Exec(ctx, `INSERT INTO mental_models (id, bank_id, name, source_query, content, last_refreshed_at)
+	if _, err := fx.db.Exec(ctx, `INSERT INTO mental_models (id, bank_id, name, source_query, content, last_refreshed_at)
 		VALUES ($1, 'alice', 'pets', 'What pets does Alice have?', 'Alice has a dog.', now())`, uuid.New()); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +172,7 @@ func TestOfflineAnswersWithNewerCityAndCitesObservation(t *testing.T) {
 	}
 
 	// With only the stale observation left, a skeptical bank flags it.
-	if _, err := fx.st.Pool().Exec(ctx, `UPDATE memory_units SET state = 'invalidated' WHERE id = $1`, fx.ids["obs-home"]); err != nil {
+	if _, err := fx.db.Exec(ctx, `UPDATE memory_units SET state = 'invalidated' WHERE id = $1`, fx.ids["obs-home"]); err != nil {
 		t.Fatal(err)
 	}
 	resp, err = r.Reflect(ctx, Request{BankID: "alice", Query: "Where does Alice live now?", Disposition: &Disposition{Skepticism: 5}})
@@ -196,7 +199,7 @@ func TestStoreReflectQueries(t *testing.T) {
 		{"home", "Where does Alice live?", "Alice lives in Shanghai."},
 		{"pets", "What pets does Alice have?", "A dog."},
 	} {
-		if _, err := fx.st.Pool().Exec(ctx, `INSERT INTO mental_models (id, bank_id, name, source_query, content) VALUES ($1, 'alice', $2, $3, $4)`,
+		if _, err := fx.db.Exec(ctx, `INSERT INTO mental_models (id, bank_id, name, source_query, content) VALUES ($1, 'alice', $2, $3, $4)`,
 			uuid.New(), m.name, m.q, m.content); err != nil {
 			t.Fatal(err)
 		}

@@ -13,8 +13,8 @@ import (
 	"github.com/memstream/memstream/defense"
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/internal/pgtest"
-	"github.com/memstream/memstream/text"
 	"github.com/memstream/memstream/store"
+	"github.com/memstream/memstream/text"
 )
 
 // fakeSecrets generates pattern-valid, never-real credentials at run time,

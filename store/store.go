@@ -82,10 +82,6 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 	return &Store{pool: pool, dim: cfg.Dim, embedder: cfg.Embedder, log: log}, nil
 }
 
-// Pool exposes the pool for packages that run their own named queries in
-// the same database (benchmarks, tests).
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
-
 // Dim is the embedding dimension of this store.
 func (s *Store) Dim() int { return s.dim }
 

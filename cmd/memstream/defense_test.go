@@ -28,6 +28,7 @@ func TestCmdDefenseRescan(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
+	db := pgtest.Pool(t, url)
 	if _, err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestCmdDefenseRescan(t *testing.T) {
 	}
 	snapshot := func() string {
 		var s string
-		if err := st.Pool().QueryRow(ctx, `SELECT string_agg(concat_ws('|', text, state, invalid_reason, embedding::text), E'\n' ORDER BY id) FROM memory_units`).Scan(&s); err != nil {
+		if err := db.QueryRow(ctx, `SELECT string_agg(concat_ws('|', text, state, invalid_reason, embedding::text), E'\n' ORDER BY id) FROM memory_units`).Scan(&s); err != nil {
 			t.Fatal(err)
 		}
 		return s
@@ -111,7 +112,7 @@ func TestCmdDefenseRescan(t *testing.T) {
 	}
 	// The audit rows use the database's salt, the one ingest uses.
 	var n int
-	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM defense_audit WHERE bank_id = 'ops' AND event_key = 'e1' AND length(fingerprint) = 16`).Scan(&n); err != nil || n != 2 {
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM defense_audit WHERE bank_id = 'ops' AND event_key = 'e1' AND length(fingerprint) = 16`).Scan(&n); err != nil || n != 2 {
 		t.Errorf("audit rows = %d (%v), want 2", n, err)
 	}
 }

@@ -18,9 +18,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/memstream/memstream/pgserver"
+	"github.com/memstream/memstream/store"
 )
 
 // CompareConfig is what `memstream bench compare` runs: memstream and
@@ -446,11 +445,8 @@ func runSide(ctx context.Context, cfg CompareConfig, s *system, round int, progr
 		side.MeanResults = float64(results) / float64(len(qs))
 	}
 	side.RSSMB = treeRSSMB(s.cmd.Process.Pid)
-	if conn, err := pgx.Connect(ctx, s.dbURL); err == nil {
-		var n int64
-		_ = conn.QueryRow(ctx, "SELECT pg_database_size(current_database())").Scan(&n)
+	if n, err := store.DatabaseSize(ctx, s.dbURL); err == nil {
 		side.DBSizeMB = float64(n) / (1 << 20)
-		conn.Close(ctx)
 	}
 	return side, nil
 }

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -10,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	mrand "math/rand/v2"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,8 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -180,32 +176,11 @@ func openBenchEnv(ctx context.Context, deps IngestDeps, dbURL string, dim int, s
 		var raw [4]byte
 		_, _ = rand.Read(raw[:])
 		schema := "bench_ingest_" + hex.EncodeToString(raw[:])
-		conn, err := pgx.Connect(ctx, dbURL)
-		if err != nil {
+		base := dbURL
+		if dbURL, err = store.CreateSchema(ctx, base, schema, false); err != nil {
 			return nil, fmt.Errorf("--database-url: %w", err)
 		}
-		_, err = conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
-		conn.Close(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("--database-url: create schema %s: %w", schema, err)
-		}
-		base := dbURL
-		env.drop = func() {
-			c, err := pgx.Connect(context.Background(), base)
-			if err != nil {
-				return
-			}
-			defer c.Close(context.Background())
-			_, _ = c.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-		}
-		if u, err := url.Parse(dbURL); err == nil && u.Scheme != "" {
-			q := u.Query()
-			q.Set("search_path", schema+",public")
-			u.RawQuery = q.Encode()
-			dbURL = u.String()
-		} else {
-			dbURL += " search_path=" + schema + ",public"
-		}
+		env.drop = func() { _ = store.DropSchema(context.Background(), base, schema) }
 	}
 	env.st, err = store.Open(ctx, store.Config{URL: dbURL, MaxConns: env.cfg.Database.MaxConns, Dim: env.cfg.Embed.Dim}, log)
 	if err != nil {
@@ -214,7 +189,7 @@ func openBenchEnv(ctx context.Context, deps IngestDeps, dbURL string, dim int, s
 	if _, err := env.st.Migrate(ctx); err != nil {
 		return nil, err
 	}
-	_ = env.st.Pool().QueryRow(ctx, "SELECT current_setting('server_version')").Scan(&env.pgMajor)
+	env.pgMajor, _ = env.st.ServerVersion(ctx)
 	ok = true
 	return env, nil
 }
@@ -630,7 +605,7 @@ func benchIngestOffline(ctx context.Context, env *benchEnv, f IngestConfig, stdo
 	elapsed := rig.sinceFirst()
 	res = ingestResult{Bench: "ingest", Mode: "offline", Events: len(evs), DeadLettered: rig.clock.dead.Load(), Seconds: elapsed,
 		Lanes: f.Lanes, BatchSize: f.BatchSize, Partitions: f.Partitions, EmbedDim: env.cfg.Embed.Dim, PostgresServer: env.pgMajor}
-	if err := env.st.Pool().QueryRow(ctx, `SELECT count(*) FROM memory_units`).Scan(&res.Facts); err != nil {
+	if res.Facts, err = env.st.UnitCount(ctx, ""); err != nil {
 		return res, fmt.Errorf("count facts: %w", err)
 	}
 	res.StageSeconds = rig.stageSeconds()
@@ -645,7 +620,9 @@ func benchIngestOffline(ctx context.Context, env *benchEnv, f IngestConfig, stdo
 	// Baseline: COPY the rows the run produced into a fresh copy of the
 	// same indexed table, in the same database, right now.
 	fmt.Fprintf(stderr, "bench ingest: baseline: COPY %d memory_units rows into a fresh indexed copy\n", res.Facts)
-	res.CopyRows, res.CopySeconds, err = copyBaseline(ctx, env, f.Lanes)
+	var took time.Duration
+	res.CopyRows, took, err = env.st.CopyBaseline(ctx, f.Lanes)
+	res.CopySeconds = took.Seconds()
 	if err != nil {
 		return res, err
 	}
@@ -711,92 +688,6 @@ func embedderName(e embed.Embedder) string {
 		return n.Name()
 	}
 	return fmt.Sprintf("%T", e)
-}
-
-const (
-	// sqlInsertableUnitColumns lists memory_units' columns that COPY can
-	// write (generated ones are computed by the server, as in the run).
-	sqlInsertableUnitColumns = `SELECT column_name FROM information_schema.columns
-		WHERE table_schema = current_schema() AND table_name = 'memory_units' AND is_generated = 'NEVER'
-		ORDER BY ordinal_position`
-	sqlCreateCopyBaseline = `CREATE TABLE bench_copy_baseline (LIKE memory_units INCLUDING ALL)`
-	sqlDropCopyBaseline   = `DROP TABLE IF EXISTS bench_copy_baseline`
-	sqlUnitStorageOptions = `SELECT COALESCE(array_to_string(reloptions, ', '), '') FROM pg_class WHERE oid = 'memory_units'::regclass`
-)
-
-// copyBaseline dumps memory_units and times a binary COPY of those rows, over
-// as many connections at once as the pipeline has lanes, into
-// a fresh table with the same columns, defaults, constraints and indexes.
-func copyBaseline(ctx context.Context, env *benchEnv, lanes int) (rows int64, seconds float64, err error) {
-	conn, err := env.st.Pool().Acquire(ctx)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer conn.Release()
-	cr, err := conn.Query(ctx, sqlInsertableUnitColumns)
-	if err != nil {
-		return 0, 0, err
-	}
-	cols, err := pgx.CollectRows(cr, pgx.RowTo[string])
-	if err != nil {
-		return 0, 0, err
-	}
-	ident := make([]string, len(cols))
-	for i, c := range cols {
-		ident[i] = pgx.Identifier{c}.Sanitize()
-	}
-	list := strings.Join(ident, ", ")
-	// One share of the rows per pipeline lane, each COPYed over its own
-	// connection at the same time: the pipeline writes over that many.
-	lanes = max(lanes, 1)
-	dumps := make([]bytes.Buffer, lanes)
-	for k := range dumps {
-		q := fmt.Sprintf("COPY (SELECT %s FROM memory_units WHERE abs(hashtext(id::text)) %% %d = %d) TO STDOUT (FORMAT binary)", list, lanes, k)
-		if _, err := conn.Conn().PgConn().CopyTo(ctx, &dumps[k], q); err != nil {
-			return 0, 0, fmt.Errorf("dump memory_units: %w", err)
-		}
-	}
-	if _, err := conn.Exec(ctx, sqlDropCopyBaseline); err != nil {
-		return 0, 0, err
-	}
-	if _, err := conn.Exec(ctx, sqlCreateCopyBaseline); err != nil {
-		return 0, 0, fmt.Errorf("create baseline table: %w", err)
-	}
-	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), sqlDropCopyBaseline) }()
-	// LIKE copies columns, constraints and indexes but not storage
-	// parameters; the baseline gets memory_units' fillfactor too.
-	var opts string
-	if err := conn.QueryRow(ctx, sqlUnitStorageOptions).Scan(&opts); err != nil {
-		return 0, 0, err
-	}
-	if opts != "" {
-		if _, err := conn.Exec(ctx, "ALTER TABLE bench_copy_baseline SET ("+opts+")"); err != nil {
-			return 0, 0, fmt.Errorf("baseline storage options %s: %w", opts, err)
-		}
-	}
-	conns := make([]*pgxpool.Conn, lanes)
-	for k := range conns {
-		if conns[k], err = env.st.Pool().Acquire(ctx); err != nil {
-			return 0, 0, err
-		}
-		defer conns[k].Release()
-	}
-	var total atomic.Int64
-	errs := make(chan error, lanes)
-	start := time.Now()
-	for k := range conns {
-		go func() {
-			tag, err := conns[k].Conn().PgConn().CopyFrom(ctx, bytes.NewReader(dumps[k].Bytes()), "COPY bench_copy_baseline ("+list+") FROM STDIN (FORMAT binary)")
-			total.Add(tag.RowsAffected())
-			errs <- err
-		}()
-	}
-	for range conns {
-		if err := <-errs; err != nil {
-			return 0, 0, fmt.Errorf("copy baseline: %w", err)
-		}
-	}
-	return total.Load(), time.Since(start).Seconds(), nil
 }
 
 // llmRun is one concurrency × chunks-per-call point of the LLM mode.

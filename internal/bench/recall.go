@@ -12,9 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/pgvector/pgvector-go"
-
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/store"
@@ -132,9 +129,14 @@ type loadedBank struct {
 
 // time runs every concurrency on the bank, one JSON line each.
 func (l *loadedBank) time(ctx context.Context, cfg RecallConfig, progress func(string), stdout io.Writer) error {
+	raw, err := l.st.RawSearcher(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer raw.Close()
 	for _, c := range cfg.Concurrency {
 		progress(fmt.Sprintf("%s, %d facts: %d queries at concurrency %d", l.provider, l.facts, cfg.Queries, c))
-		res, err := runRecall(ctx, l.r, l.st.Pool(), l.emb, l.bank, c, cfg.Warmup)
+		res, err := runRecall(ctx, l.r, raw, l.emb, l.bank, c, cfg.Warmup)
 		if err != nil {
 			return err
 		}
@@ -223,7 +225,7 @@ func loadSize(ctx context.Context, cfg RecallConfig, base string, facts, maxConc
 	if provider != "hash" {
 		schema += "_" + provider
 	}
-	su, err := openSchemaURL(ctx, base, schema, cfg.Reuse)
+	su, err := store.CreateSchema(ctx, base, schema, cfg.Reuse)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +235,7 @@ func loadSize(ctx context.Context, cfg RecallConfig, base string, facts, maxConc
 			l.st.Close()
 		}
 		if !cfg.Keep {
-			_ = dropSchema(context.WithoutCancel(ctx), base, schema)
+			_ = store.DropSchema(context.WithoutCancel(ctx), base, schema)
 		}
 	}
 	// A recall holds up to four connections (one per arm).
@@ -247,7 +249,7 @@ func loadSize(ctx context.Context, cfg RecallConfig, base string, facts, maxConc
 		return nil, err
 	}
 	t0 := time.Now()
-	l.bank, err = LoadBank(ctx, l.st.Pool(), emb, BankConfig{
+	l.bank, err = LoadBank(ctx, l.st, emb, BankConfig{
 		BankID: fmt.Sprintf("bench-%d", facts), Facts: facts, Queries: cfg.Queries, Seed: cfg.Seed, Now: bankNow, Reuse: cfg.Reuse}, progress)
 	if err != nil {
 		l.close()
@@ -261,12 +263,6 @@ func loadSize(ctx context.Context, cfg RecallConfig, base string, facts, maxConc
 	}
 	return l, nil
 }
-
-// qRawHNSW is the baseline of `memstream bench recall` (SPEC §7): the one
-// index probe a plain vector store would make, with the server's default
-// hnsw settings (and, with many banks in the table, the iterative scan: see
-// rawPool).
-const qRawHNSW = `SELECT id FROM memory_units WHERE bank_id = $1 ORDER BY embedding <=> $2 LIMIT 10`
 
 // RecallResult is one configuration of `memstream bench recall`: recall
 // latency at a concurrency, against the raw HNSW query measured on the
@@ -320,7 +316,7 @@ type RecallResult struct {
 // runs the raw HNSW baseline with the same queries' embeddings at the same
 // concurrency. The first warmup queries of each pass are not timed, so
 // both measure a warm cache.
-func runRecall(ctx context.Context, r *recall.Recaller, pool *pgxpool.Pool, emb recall.Embedder, bank *Bank, concurrency, warmup int) (RecallResult, error) {
+func runRecall(ctx context.Context, r *recall.Recaller, raw *store.RawSearcher, emb recall.Embedder, bank *Bank, concurrency, warmup int) (RecallResult, error) {
 	res := RecallResult{Bench: "recall", Facts: bank.Facts, Entities: bank.Entities, Links: bank.Links,
 		Concurrency: concurrency, Queries: len(bank.Queries), Budget: recall.BudgetMid, Arms: "semantic,keyword,graph,temporal",
 		GOMAXPROCS: runtime.GOMAXPROCS(0), ArmP50MS: map[string]float64{}, LoadAvg: loadAvg()}
@@ -404,17 +400,12 @@ func runRecall(ctx context.Context, r *recall.Recaller, pool *pgxpool.Pool, emb 
 	if err != nil {
 		return res, fmt.Errorf("bench recall: embed queries: %w", err)
 	}
-	raw := func(i int) error {
-		rows, err := pool.Query(ctx, qRawHNSW, qs[i].BankID, pgvector.NewHalfVector(vecs[i]))
+	// The baseline (SPEC §7): the one index probe a plain vector store
+	// would make, with the server's default hnsw settings (and, with many
+	// banks in the table, the iterative scan: see store.RawSearcher).
+	probe := func(i int) error {
+		n, err := raw.Nearest(ctx, qs[i].BankID, vecs[i], 10)
 		if err != nil {
-			return err
-		}
-		n := 0
-		for rows.Next() {
-			n++
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		if n == 0 {
@@ -423,7 +414,7 @@ func runRecall(ctx context.Context, r *recall.Recaller, pool *pgxpool.Pool, emb 
 		return nil
 	}
 	for i := range min(warmup, len(qs)) {
-		if err := raw(i); err != nil {
+		if err := probe(i); err != nil {
 			return res, fmt.Errorf("bench recall: raw hnsw: %w", err)
 		}
 	}
@@ -431,7 +422,7 @@ func runRecall(ctx context.Context, r *recall.Recaller, pool *pgxpool.Pool, emb 
 	var rawErr atomic.Value
 	elapsed, err = runConcurrent(ctx, len(qs), concurrency, func(i int) {
 		t0 := time.Now()
-		if err := raw(i); err != nil {
+		if err := probe(i); err != nil {
 			rawErr.CompareAndSwap(nil, err)
 		}
 		rawLat[i] = time.Since(t0)

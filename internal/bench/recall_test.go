@@ -20,6 +20,7 @@ import (
 func TestRecallBank(t *testing.T) {
 	t.Parallel()
 	url, _ := pgtest.Schema(t)
+	db := pgtest.Pool(t, url)
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st, err := store.Open(ctx, store.Config{URL: url, Dim: 384, MaxConns: 12}, log)
@@ -31,26 +32,26 @@ func TestRecallBank(t *testing.T) {
 		t.Fatal(err)
 	}
 	var before []string
-	if err := st.Pool().QueryRow(ctx, `SELECT array_agg(indexname ORDER BY indexname) FROM pg_indexes WHERE schemaname = current_schema()`).Scan(&before); err != nil {
+	if err := db.QueryRow(ctx, `SELECT array_agg(indexname ORDER BY indexname) FROM pg_indexes WHERE schemaname = current_schema()`).Scan(&before); err != nil {
 		t.Fatal(err)
 	}
 	emb, err := embed.NewHash(384)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bank, err := LoadBank(ctx, st.Pool(), emb, BankConfig{BankID: "bench", Facts: 1500, Queries: 60, Seed: 7, Now: bankNow}, nil)
+	bank, err := LoadBank(ctx, st, emb, BankConfig{BankID: "bench", Facts: 1500, Queries: 60, Seed: 7, Now: bankNow}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var after []string
-	if err := st.Pool().QueryRow(ctx, `SELECT array_agg(indexname ORDER BY indexname) FROM pg_indexes WHERE schemaname = current_schema()`).Scan(&after); err != nil {
+	if err := db.QueryRow(ctx, `SELECT array_agg(indexname ORDER BY indexname) FROM pg_indexes WHERE schemaname = current_schema()`).Scan(&after); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(before, after) {
 		t.Errorf("indexes after the load differ:\nbefore %v\nafter  %v", before, after)
 	}
 	var units, ues, links int
-	if err := st.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM memory_units WHERE bank_id = 'bench'),
+	if err := db.QueryRow(ctx, `SELECT (SELECT count(*) FROM memory_units WHERE bank_id = 'bench'),
 		(SELECT count(*) FROM unit_entities), (SELECT count(*) FROM memory_links)`).Scan(&units, &ues, &links); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,12 @@ func TestRecallBank(t *testing.T) {
 		break
 	}
 
-	res, err := runRecall(ctx, r, st.Pool(), emb, bank, 2, 5)
+	raw, err := st.RawSearcher(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	res, err := runRecall(ctx, r, raw, emb, bank, 2, 5)
 	if err != nil {
 		t.Fatal(err)
 	}

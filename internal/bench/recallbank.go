@@ -8,9 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/pgvector/pgvector-go"
 
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/resolve"
@@ -113,15 +110,12 @@ type DocumentEmbedder interface {
 	EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error)
 }
 
-// LoadBank generates a synthetic bank, loads it with COPY and returns
-// the queries to ask. The embedder is the one the Recaller will use, so
-// the semantic arm sees vectors of the same model. Secondary indexes of the
-// loaded tables are dropped for the load and rebuilt from their own
-// definitions afterwards (an HNSW index built once is much faster than one
-// grown row by row), then the tables are vacuumed and analysed so the
-// planner sees the real sizes. Use a schema of its own: other banks' writes would stall
-// behind the rebuild.
-func LoadBank(ctx context.Context, pool *pgxpool.Pool, emb DocumentEmbedder, cfg BankConfig, progress func(string)) (*Bank, error) {
+// LoadBank generates a synthetic bank, loads it with a store.BulkLoader
+// and returns the queries to ask. The embedder is the one the Recaller
+// will use, so the semantic arm sees vectors of the same model. Use a
+// schema of its own: other banks' writes would stall behind the index
+// rebuild.
+func LoadBank(ctx context.Context, st *store.Store, emb DocumentEmbedder, cfg BankConfig, progress func(string)) (*Bank, error) {
 	if cfg.Facts < 1 || cfg.Queries < 1 || cfg.BankID == "" {
 		return nil, fmt.Errorf("bench bank: need a bank id, facts and queries, got %q, %d, %d", cfg.BankID, cfg.Facts, cfg.Queries)
 	}
@@ -131,53 +125,48 @@ func LoadBank(ctx context.Context, pool *pgxpool.Pool, emb DocumentEmbedder, cfg
 	if progress == nil {
 		progress = func(string) {}
 	}
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("bench bank: %w", err)
-	}
-	defer conn.Release()
 	if cfg.Reuse {
-		b, err := loadBankRows(ctx, conn.Conn(), emb, cfg, true)
+		b, err := loadBankRows(ctx, st, nil, emb, cfg)
 		if err != nil || b != nil {
 			if b != nil {
 				progress(fmt.Sprintf("reusing bank %s of %d facts", cfg.BankID, b.Facts))
 			}
 			return b, err
 		}
+		cfg.Reuse = false
 	}
-	defs, err := dropSecondaryIndexes(ctx, conn.Conn())
+	l, err := st.NewBulkLoader(ctx)
 	if err != nil {
 		return nil, err
 	}
+	defer l.Close()
 	progress(fmt.Sprintf("embedding and copying %d facts", cfg.Facts))
-	b, err := loadBankRows(ctx, conn.Conn(), emb, cfg, false)
+	b, err := loadBankRows(ctx, st, l, emb, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := rebuildAndVacuum(ctx, conn.Conn(), defs, progress); err != nil {
+	if err := l.Finish(ctx, progress); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-// loadBankRows generates one bank, embeds and COPYs it, leaving the
-// indexes to the caller. With reuse it only regenerates the queries of a
-// bank that is already there, and returns nil when it is not.
-func loadBankRows(ctx context.Context, conn *pgx.Conn, emb DocumentEmbedder, cfg BankConfig, reuse bool) (*Bank, error) {
+// loadBankRows generates one bank, embeds it and loads it through l,
+// leaving the indexes to the caller. With cfg.Reuse it only regenerates
+// the queries of a bank that is already there, and returns nil when it is
+// not.
+func loadBankRows(ctx context.Context, st *store.Store, l *store.BulkLoader, emb DocumentEmbedder, cfg BankConfig) (*Bank, error) {
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	people := benchPeople(cfg.BankID, cfg.Facts, rng)
 	facts := benchFacts(cfg, people, rng)
-	if reuse {
-		var n int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM memory_units WHERE bank_id = $1`, cfg.BankID).Scan(&n); err != nil {
+	if cfg.Reuse {
+		n, err := st.UnitCount(ctx, cfg.BankID)
+		if err != nil {
 			return nil, fmt.Errorf("bench bank: %w", err)
 		}
-		if n == len(facts) {
-			links, err := copyBench(ctx, nil, cfg.BankID, people, facts, nil, rng)
-			if err != nil {
-				return nil, err
-			}
-			return &Bank{BankID: cfg.BankID, Facts: len(facts), Entities: len(people), Links: links,
+		if n == int64(len(facts)) {
+			b := bulkBank(cfg.BankID, people, facts, nil, rng)
+			return &Bank{BankID: cfg.BankID, Facts: len(facts), Entities: len(people), Links: len(b.Links),
 				Queries: benchQueries(cfg, people, facts, rng)}, nil
 		}
 		return nil, nil
@@ -195,37 +184,12 @@ func loadBankRows(ctx context.Context, conn *pgx.Conn, emb DocumentEmbedder, cfg
 		}
 		vecs = append(vecs, vs...)
 	}
-	nLinks, err := copyBench(ctx, conn, cfg.BankID, people, facts, vecs, rng)
-	if err != nil {
-		return nil, err
+	b := bulkBank(cfg.BankID, people, facts, vecs, rng)
+	if err := l.Load(ctx, b); err != nil {
+		return nil, fmt.Errorf("bench bank: %w", err)
 	}
-	return &Bank{BankID: cfg.BankID, Facts: len(facts), Entities: len(people), Links: nLinks,
+	return &Bank{BankID: cfg.BankID, Facts: len(facts), Entities: len(people), Links: len(b.Links),
 		Queries: benchQueries(cfg, people, facts, rng)}, nil
-}
-
-// rebuildAndVacuum rebuilds the dropped indexes from their definitions
-// and vacuums the loaded tables so the planner sees their real sizes.
-func rebuildAndVacuum(ctx context.Context, conn *pgx.Conn, defs []string, progress func(string)) error {
-	progress(fmt.Sprintf("rebuilding %d indexes (HNSW included)", len(defs)))
-	// An HNSW build is fast while the graph fits in maintenance_work_mem
-	// and slows many times over once it does not (a million 384-d facts
-	// need about 1.5 GB); the setting is this load session's only.
-	if _, err := conn.Exec(ctx, "SET maintenance_work_mem = '2GB'"); err != nil {
-		return fmt.Errorf("bench bank: %w", err)
-	}
-	for _, def := range defs {
-		if _, err := conn.Exec(ctx, def); err != nil {
-			return fmt.Errorf("bench bank: rebuild index: %s: %w", def, err)
-		}
-	}
-	// VACUUM as well: autovacuum would have set the visibility map of a
-	// bank this size long ago, and index-only scans depend on it.
-	for _, t := range []string{"memory_units", "entities", "entity_aliases", "unit_entities", "memory_links"} {
-		if _, err := conn.Exec(ctx, "VACUUM (ANALYZE) "+t); err != nil {
-			return fmt.Errorf("bench bank: vacuum %s: %w", t, err)
-		}
-	}
-	return nil
 }
 
 // benchPeople makes about one person per 40 facts (at least 40), and the
@@ -350,18 +314,13 @@ func benchFacts(cfg BankConfig, people []benchPerson, rng *rand.Rand) []benchFac
 	return out
 }
 
-// copyBench loads the bank with COPY and returns the number of links. Links
-// chain each entity's facts (entity), consecutive facts (temporal), and a
-// few facts to the previous fact of the same person (causes).
-// With a nil conn it only builds the rows (and advances rng as a load
-// would, so that the queries come out the same).
-func copyBench(ctx context.Context, conn *pgx.Conn, bank string, people []benchPerson, facts []benchFact, vecs [][]float32, rng *rand.Rand) (int, error) {
-	if conn != nil {
-		if _, err := conn.Exec(ctx, `INSERT INTO banks (id, name) VALUES ($1, $1)`, bank); err != nil {
-			return 0, fmt.Errorf("bench bank: create bank %s: %w", bank, err)
-		}
-	}
-	var units, ues, links [][]any
+// bulkBank builds the bank's rows. Links chain each entity's facts
+// (entity), consecutive facts (temporal), and a few facts to the previous
+// fact of the same person (causes). It advances rng, so the queries drawn
+// after it are the same whether the bank is loaded or reused (vecs nil:
+// rows without embeddings, which are not loaded).
+func bulkBank(bank string, people []benchPerson, facts []benchFact, vecs [][]float32, rng *rand.Rand) store.BulkBank {
+	b := store.BulkBank{BankID: bank}
 	type linkKey struct {
 		from, to int
 		typ      string
@@ -371,7 +330,7 @@ func copyBench(ctx context.Context, conn *pgx.Conn, bank string, people []benchP
 		k := linkKey{from, to, typ}
 		if !seenLink[k] {
 			seenLink[k] = true
-			links = append(links, []any{bank, facts[from].id, facts[to].id, typ, w})
+			b.Links = append(b.Links, store.BulkLink{From: facts[from].id, To: facts[to].id, Type: typ, Weight: w})
 		}
 	}
 	for i, f := range facts {
@@ -379,19 +338,20 @@ func copyBench(ctx context.Context, conn *pgx.Conn, bank string, people []benchP
 		for _, e := range f.ents {
 			names = append(names, people[e].name)
 		}
-		var os any
-		if f.occurred != nil {
-			os = *f.occurred
-		}
 		tags := f.tags
 		if tags == nil {
 			tags = []string{}
 		}
-		units = append(units, []any{f.id, bank, f.typ, f.text, "chat with the user", pgvector.NewHalfVector(vecs[i]),
-			text.Aux(f.text, names), os, nil, f.mentioned, tags, map[string]string{}, "bench-doc-" + fmt.Sprint(i/20),
-			"bench-" + fmt.Sprint(i), fmt.Sprint(i)})
+		var vec []float32
+		if vecs != nil {
+			vec = vecs[i]
+		}
+		bf := store.BulkFact{ID: f.id, Type: f.typ, Text: f.text, Context: "chat with the user", Embedding: vec,
+			SearchAux: text.Aux(f.text, names), OccurredStart: f.occurred, MentionedAt: f.mentioned, Tags: tags,
+			Metadata: map[string]string{}, DocumentID: "bench-doc-" + fmt.Sprint(i/20), SourceEventID: "bench-" + fmt.Sprint(i),
+			IdemKey: fmt.Sprint(i)}
 		for k, e := range f.ents {
-			ues = append(ues, []any{f.id, people[e].id})
+			bf.EntityIDs = append(bf.EntityIDs, people[e].id)
 			p := &people[e]
 			if p.lastFact >= 0 {
 				link(i, p.lastFact, "entity", 1)
@@ -402,14 +362,14 @@ func copyBench(ctx context.Context, conn *pgx.Conn, bank string, people []benchP
 			p.lastFact = i
 			p.facts++
 		}
+		b.Facts = append(b.Facts, bf)
 		if i > 0 {
 			link(i, i-1, "temporal", 0.5)
 		}
 	}
-	var ents, aliases [][]any
 	now := time.Now()
 	for _, p := range people {
-		ents = append(ents, []any{p.id, bank, p.name, p.kind, now, now, p.facts})
+		b.Entities = append(b.Entities, store.BulkEntity{ID: p.id, Name: p.name, Kind: p.kind, FirstSeen: now, LastSeen: now, Mentions: p.facts})
 		seen := map[string]bool{}
 		forms := []string{p.name}
 		if p.first != "" {
@@ -419,64 +379,12 @@ func copyBench(ctx context.Context, conn *pgx.Conn, bank string, people []benchP
 			for _, k := range resolve.Keys(form) {
 				if !seen[k] {
 					seen[k] = true
-					aliases = append(aliases, []any{bank, k, form, p.id})
+					b.Aliases = append(b.Aliases, store.BulkAlias{Key: k, Alias: form, EntityID: p.id})
 				}
 			}
 		}
 	}
-	copies := []struct {
-		table string
-		cols  []string
-		rows  [][]any
-	}{
-		{"entities", []string{"id", "bank_id", "canonical_name", "kind", "first_seen", "last_seen", "mention_count"}, ents},
-		{"entity_aliases", []string{"bank_id", "alias_key", "alias", "entity_id"}, aliases},
-		{"memory_units", []string{"id", "bank_id", "fact_type", "text", "context", "embedding", "search_aux",
-			"occurred_start", "occurred_end", "mentioned_at", "tags", "metadata", "document_id", "source_event_id", "idempotency_key"}, units},
-		{"unit_entities", []string{"unit_id", "entity_id"}, ues},
-		{"memory_links", []string{"bank_id", "from_id", "to_id", "link_type", "weight"}, links},
-	}
-	if conn == nil {
-		return len(links), nil
-	}
-	for _, c := range copies {
-		if _, err := conn.CopyFrom(ctx, pgx.Identifier{c.table}, c.cols, pgx.CopyFromRows(c.rows)); err != nil {
-			return 0, fmt.Errorf("bench bank: copy %s: %w", c.table, err)
-		}
-	}
-	return len(links), nil
-}
-
-// qSecondaryIndexes lists the indexes of the bulk-loaded tables that back
-// no constraint, with their definitions, so they can be rebuilt as they
-// were.
-const qSecondaryIndexes = `SELECT i.indexname, i.indexdef FROM pg_indexes i
-	WHERE i.schemaname = current_schema()
-	  AND i.tablename IN ('memory_units', 'entities', 'entity_aliases', 'unit_entities', 'memory_links')
-	  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname AND c.connamespace = current_schema()::regnamespace)`
-
-func dropSecondaryIndexes(ctx context.Context, conn *pgx.Conn) ([]string, error) {
-	rows, err := conn.Query(ctx, qSecondaryIndexes)
-	if err != nil {
-		return nil, fmt.Errorf("bench bank: list indexes: %w", err)
-	}
-	type idx struct{ name, def string }
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (idx, error) {
-		var x idx
-		err := r.Scan(&x.name, &x.def)
-		return x, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bench bank: list indexes: %w", err)
-	}
-	defs := make([]string, 0, len(list))
-	for _, x := range list {
-		if _, err := conn.Exec(ctx, "DROP INDEX "+pgx.Identifier{x.name}.Sanitize()); err != nil {
-			return nil, fmt.Errorf("bench bank: drop index %s: %w", x.name, err)
-		}
-		defs = append(defs, x.def)
-	}
-	return defs, nil
+	return b
 }
 
 // benchQueries mixes the questions an agent asks: about a named person

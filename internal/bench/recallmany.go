@@ -9,28 +9,10 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/store"
 )
-
-// rawPool is a pool for the raw HNSW baseline with pgvector's iterative
-// scan on: in a table many banks share, a plain HNSW probe of a small bank
-// finds none of its rows among the first ef_search neighbours and returns
-// nothing; the iterative scan is the least a correct filtered vector
-// query needs. It is a connection setting, so the probe stays one round
-// trip.
-func rawPool(ctx context.Context, p *pgxpool.Pool) (*pgxpool.Pool, error) {
-	cfg := p.Config().Copy()
-	cfg.ConnConfig.RuntimeParams["hnsw.iterative_scan"] = "relaxed_order"
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("bench recall: raw HNSW pool: %w", err)
-	}
-	return pool, nil
-}
 
 // bankSizes splits total facts over banks with Zipf-skewed sizes (the
 // k-th largest bank holds about 1/k of the largest's share), none below
@@ -63,12 +45,12 @@ func bankSizes(total, banks int) []int {
 // small one, and on a pool drawn from every bank.
 func recallMany(ctx context.Context, cfg RecallConfig, base string, total, maxConc int, emb embed.Embedder, log *slog.Logger, progress func(string), stdout io.Writer) error {
 	schema := fmt.Sprintf("bench_recall_%d_b%d", total, cfg.Banks)
-	su, err := openSchemaURL(ctx, base, schema, cfg.Reuse)
+	su, err := store.CreateSchema(ctx, base, schema, cfg.Reuse)
 	if err != nil {
 		return err
 	}
 	if !cfg.Keep {
-		defer func() { _ = dropSchema(context.WithoutCancel(ctx), base, schema) }()
+		defer func() { _ = store.DropSchema(context.WithoutCancel(ctx), base, schema) }()
 	}
 	st, err := store.Open(ctx, store.Config{URL: su, Dim: cfg.Dim, MaxConns: 4*maxConc + 4}, log)
 	if err != nil {
@@ -80,16 +62,12 @@ func recallMany(ctx context.Context, cfg RecallConfig, base string, total, maxCo
 	}
 	sizes := bankSizes(total, cfg.Banks)
 	t0 := time.Now()
-	conn, err := st.Pool().Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	var defs []string
+	var l *store.BulkLoader
 	if !cfg.Reuse {
-		if defs, err = dropSecondaryIndexes(ctx, conn.Conn()); err != nil {
-			conn.Release()
+		if l, err = st.NewBulkLoader(ctx); err != nil {
 			return err
 		}
+		defer l.Close()
 	}
 	banks := make([]*Bank, len(sizes))
 	facts, entities, links := 0, 0, 0
@@ -99,13 +77,12 @@ func recallMany(ctx context.Context, cfg RecallConfig, base string, total, maxCo
 		if k == 0 || k == len(sizes)-1 {
 			q = cfg.Queries
 		}
-		b, err := loadBankRows(ctx, conn.Conn(), emb, BankConfig{BankID: fmt.Sprintf("bench-b%04d", k), Facts: n, Queries: q,
-			Seed: cfg.Seed + uint64(k), Now: bankNow}, cfg.Reuse)
+		b, err := loadBankRows(ctx, st, l, emb, BankConfig{BankID: fmt.Sprintf("bench-b%04d", k), Facts: n, Queries: q,
+			Seed: cfg.Seed + uint64(k), Now: bankNow, Reuse: cfg.Reuse})
 		if err == nil && b == nil {
 			err = fmt.Errorf("bench recall: --reuse: bank bench-b%04d is not in schema %s", k, schema)
 		}
 		if err != nil {
-			conn.Release()
 			return err
 		}
 		banks[k] = b
@@ -115,12 +92,10 @@ func recallMany(ctx context.Context, cfg RecallConfig, base string, total, maxCo
 		}
 	}
 	if !cfg.Reuse {
-		if err := rebuildAndVacuum(ctx, conn.Conn(), defs, progress); err != nil {
-			conn.Release()
+		if err := l.Finish(ctx, progress); err != nil {
 			return err
 		}
 	}
-	conn.Release()
 	progress(fmt.Sprintf("loaded %d banks, %d facts (largest %d, smallest %d), %d entities, %d links in %s",
 		len(banks), facts, sizes[0], sizes[len(sizes)-1], entities, links, time.Since(t0).Round(time.Second)))
 
@@ -145,7 +120,7 @@ func recallMany(ctx context.Context, cfg RecallConfig, base string, total, maxCo
 	if err != nil {
 		return err
 	}
-	raw, err := rawPool(ctx, st.Pool())
+	raw, err := st.RawSearcher(ctx, true)
 	if err != nil {
 		return err
 	}

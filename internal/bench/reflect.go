@@ -18,28 +18,6 @@ import (
 	"github.com/memstream/memstream/store"
 )
 
-// The bench bank's consolidated layer. Consolidation is its own
-// subsystem with its own benchmark; here observations and mental models
-// only have to exist in realistic numbers so that reflect's first two
-// tools do real work. Observations copy a share of the facts (with their
-// embeddings, so every recall arm can find them) and cycle through the
-// five trends; mental models take standing questions from the query set
-// and a few facts as content. Ids are derived, so a rerun is identical.
-const (
-	qBenchObservations = `INSERT INTO memory_units (id, bank_id, fact_type, text, context, embedding, search_aux,
-		mentioned_at, idempotency_key, proof_count, trend)
-	SELECT md5('bench-obs:' || f.id::text)::uuid, f.bank_id, 'observation', f.text, f.context, f.embedding, f.search_aux,
-		f.mentioned_at, 'bench-obs:' || f.id::text, 2 + f.n % 5,
-		(ARRAY['NEW', 'STRENGTHENING', 'STABLE', 'WEAKENING', 'STALE'])[1 + f.n % 5]
-	FROM (SELECT m.*, row_number() OVER (ORDER BY m.id) AS n FROM memory_units m
-		WHERE m.bank_id = $1 AND m.fact_type <> 'observation' ORDER BY m.id LIMIT $2) f`
-	qBenchMentalModels = `INSERT INTO mental_models (id, bank_id, name, source_query, content, last_refreshed_at)
-	SELECT md5($1 || ':mm:' || q.n)::uuid, $1, 'bench-' || q.n, q.query,
-		coalesce((SELECT string_agg(t.text, ' ') FROM (SELECT text FROM memory_units
-			WHERE bank_id = $1 AND fact_type <> 'observation' ORDER BY id OFFSET q.n * 7 LIMIT 3) t), ''), $3
-	FROM unnest($2::text[]) WITH ORDINALITY AS q(query, n)`
-)
-
 // ReflectResult is the JSON line of `memstream bench reflect`.
 type ReflectResult struct {
 	Bench        string  `json:"bench"`
@@ -97,13 +75,13 @@ func RunReflect(ctx context.Context, cfg ReflectConfig, stdout, stderr io.Writer
 	}
 	defer release()
 	schema := fmt.Sprintf("bench_reflect_%d", cfg.Facts)
-	su, err := schemaURL(ctx, base, schema)
+	su, err := store.CreateSchema(ctx, base, schema, false)
 	if err != nil {
 		return err
 	}
 	if !cfg.Keep {
 		defer func() {
-			if err := dropSchema(context.WithoutCancel(ctx), base, schema); err != nil {
+			if err := store.DropSchema(context.WithoutCancel(ctx), base, schema); err != nil {
 				log.Warn("bench reflect: drop schema", slog.String("schema", schema), slog.String("error", err.Error()))
 			}
 		}()
@@ -121,27 +99,28 @@ func RunReflect(ctx context.Context, cfg ReflectConfig, stdout, stderr io.Writer
 		return err
 	}
 	t0 := time.Now()
-	bank, err := LoadBank(ctx, st.Pool(), emb, BankConfig{
+	bank, err := LoadBank(ctx, st, emb, BankConfig{
 		BankID: fmt.Sprintf("bench-%d", cfg.Facts), Facts: cfg.Facts, Queries: cfg.Queries, Seed: cfg.Seed, Now: bankNow}, progress)
 	if err != nil {
 		return err
 	}
-	tag, err := st.Pool().Exec(ctx, qBenchObservations, bank.BankID, cfg.Facts*cfg.ObservationsPct/100)
+	// The consolidated layer only has to exist in realistic numbers, so
+	// that reflect's first two tools do real work: consolidation has its
+	// own benchmark.
+	nObs, err := st.BulkObservations(ctx, bank.BankID, cfg.Facts*cfg.ObservationsPct/100)
 	if err != nil {
 		return fmt.Errorf("bench reflect: add observations: %w", err)
 	}
-	res := ReflectResult{Bench: "reflect", Mode: "offline", Facts: bank.Facts, Observations: tag.RowsAffected(),
+	res := ReflectResult{Bench: "reflect", Mode: "offline", Facts: bank.Facts, Observations: nObs,
 		Queries: len(bank.Queries), GOMAXPROCS: runtime.GOMAXPROCS(0)}
 	questions := make([]string, len(bank.Queries))
 	for i, q := range bank.Queries {
 		questions[i] = q.Query
 	}
-	tag, err = st.Pool().Exec(ctx, qBenchMentalModels, bank.BankID, questions[:cfg.MentalModels], bankNow.AddDate(0, 0, -7))
-	if err != nil {
+	if res.MentalModels, err = st.BulkMentalModels(ctx, bank.BankID, questions[:cfg.MentalModels], bankNow.AddDate(0, 0, -7)); err != nil {
 		return fmt.Errorf("bench reflect: add mental models: %w", err)
 	}
-	res.MentalModels = tag.RowsAffected()
-	if _, err := st.Pool().Exec(ctx, "ANALYZE"); err != nil {
+	if err := st.Analyze(ctx); err != nil {
 		return fmt.Errorf("bench reflect: analyze: %w", err)
 	}
 	progress(fmt.Sprintf("loaded %d facts, %d observations, %d mental models in %s", bank.Facts, res.Observations, res.MentalModels,

@@ -74,6 +74,7 @@ func newHarness(t *testing.T, partitions int32) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
+	pgtest.Attach(t, st, dbURL)
 	if _, err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func (h *harness) produce(recs ...*kgo.Record) {
 func (h *harness) count(q string, args ...any) int {
 	h.t.Helper()
 	var n int
-	if err := h.st.Pool().QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+	if err := pgtest.DB(h.st).QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
 		h.t.Fatal(err)
 	}
 	return n

@@ -3,7 +3,9 @@ package pgtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -52,4 +54,29 @@ func WithSetting(t testing.TB, dbURL, key, value string) string {
 		t.Fatalf("pgtest: %v", err)
 	}
 	return u
+}
+
+// dbs maps what a test opened on a schema (its *store.Store, as a rule) to
+// the test's own pool on that schema.
+var dbs sync.Map
+
+// Attach opens Pool(t, dbURL) for the store (or any other handle) st that
+// a test opened on dbURL, so that helpers handed only st can reach its rows
+// with DB(st). It is forgotten when the test ends.
+func Attach(t testing.TB, st any, dbURL string) *pgxpool.Pool {
+	t.Helper()
+	db := Pool(t, dbURL)
+	dbs.Store(st, db)
+	t.Cleanup(func() { dbs.Delete(st) })
+	return db
+}
+
+// DB is the pool Attach opened for st. It panics if there is none: a test
+// reaching for rows of a store it never attached is a bug in the test.
+func DB(st any) *pgxpool.Pool {
+	db, ok := dbs.Load(st)
+	if !ok {
+		panic(fmt.Sprintf("pgtest: DB(%T): no pool attached", st))
+	}
+	return db.(*pgxpool.Pool)
 }
