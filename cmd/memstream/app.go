@@ -209,6 +209,25 @@ func embedderKey(cfg config.Config) string {
 	return fmt.Sprintf("%s/%s/%d", cfg.Embed.Provider, model, cfg.Embed.Dim)
 }
 
+// newGate builds the defense gate with the database's fingerprint salt
+// (or the configured one), so that serve, every replica and a rescan
+// fingerprint the same value alike.
+func newGate(ctx context.Context, cfg config.Config, st *store.Store, reg prometheus.Registerer, log *slog.Logger) (*defense.Gate, error) {
+	salt := cfg.Defense.AuditSalt
+	if salt == "" {
+		var raw [32]byte
+		if _, err := rand.Read(raw[:]); err != nil {
+			return nil, err
+		}
+		var err error
+		if salt, err = st.AuditSalt(ctx, hex.EncodeToString(raw[:])); err != nil {
+			return nil, err
+		}
+	}
+	return defense.NewGate(defense.GateConfig{FingerprintSalt: []byte(salt),
+		Scanner: defense.ScannerConfig{EnableEmail: cfg.Defense.EnableEmail, EnablePhone: cfg.Defense.EnablePhone}}, reg, log)
+}
+
 func basePolicy(cfg config.Config) defense.Policy {
 	return defense.Policy{Default: defense.Action(cfg.Defense.DefaultAction), EnableEmail: cfg.Defense.EnableEmail, EnablePhone: cfg.Defense.EnablePhone}
 }
@@ -252,16 +271,7 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 	if err != nil {
 		return a, fmt.Errorf("embed: %w", err)
 	}
-	salt := cfg.Defense.AuditSalt
-	if salt == "" {
-		var raw [32]byte
-		_, _ = rand.Read(raw[:])
-		if salt, err = a.st.AuditSalt(ctx, hex.EncodeToString(raw[:])); err != nil {
-			return a, err
-		}
-	}
-	gate, err := defense.NewGate(defense.GateConfig{FingerprintSalt: []byte(salt),
-		Scanner: defense.ScannerConfig{EnableEmail: cfg.Defense.EnableEmail, EnablePhone: cfg.Defense.EnablePhone}}, reg, log)
+	gate, err := newGate(ctx, cfg, a.st, reg, log)
 	if err != nil {
 		return a, err
 	}

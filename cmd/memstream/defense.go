@@ -2,19 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"sort"
 	"time"
 
-	"github.com/memstream/memstream/config"
 	"github.com/memstream/memstream/defense"
-	"github.com/memstream/memstream/store"
+	"github.com/memstream/memstream/defense/rescan"
 )
 
 const defenseUsage = `Usage: memstream defense rescan --bank B [--dry-run] [--batch-size N] [--config F] [--set key=value]...
@@ -71,11 +67,11 @@ func cmdDefense(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("defense rescan bank %s: stored policy: %w", *bank, err)
 	}
-	gate, err := rescanGate(ctx, cfg, st)
+	gate, err := newGate(ctx, cfg, st, nil, nil)
 	if err != nil {
 		return err
 	}
-	var emb store.TextEmbedder
+	var emb rescan.Embedder
 	if !*dry {
 		e, err := newEmbedder(cfg)
 		if err != nil {
@@ -87,9 +83,9 @@ func cmdDefense(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fmt.Fprintf(stderr, "rescanning bank %s with policy %s%s\n", *bank, pol, map[bool]string{true: " (dry run: nothing is written)"}[*dry])
 	start := time.Now()
 	last := time.Time{}
-	rep, err := st.RescanDefense(ctx, gate, emb, store.RescanConfig{
+	rep, err := rescan.Run(ctx, rescan.Deps{Store: st, Gate: gate, Embedder: emb}, rescan.Config{
 		BankID: *bank, Policy: policy, DryRun: *dry, BatchSize: *batch,
-		Progress: func(p store.RescanProgress) {
+		Progress: func(p rescan.Progress) {
 			// Throttled: a large bank reports a few lines a second, not
 			// one per batch.
 			if time.Since(last) < 500*time.Millisecond {
@@ -107,57 +103,6 @@ func cmdDefense(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	fmt.Fprintln(stdout, string(line))
-	printRescanSummary(stderr, rep, time.Since(start))
+	rep.WriteSummary(stderr, time.Since(start))
 	return nil
-}
-
-// rescanGate builds the gate with the same fingerprint salt the ingest
-// path uses, so a rescan's audit rows match the fingerprints of findings
-// in new events.
-func rescanGate(ctx context.Context, cfg config.Config, st *store.Store) (*defense.Gate, error) {
-	salt := cfg.Defense.AuditSalt
-	if salt == "" {
-		var raw [32]byte
-		if _, err := rand.Read(raw[:]); err != nil {
-			return nil, err
-		}
-		var err error
-		if salt, err = st.AuditSalt(ctx, hex.EncodeToString(raw[:])); err != nil {
-			return nil, err
-		}
-	}
-	return defense.NewGate(defense.GateConfig{FingerprintSalt: []byte(salt),
-		Scanner: defense.ScannerConfig{EnableEmail: cfg.Defense.EnableEmail, EnablePhone: cfg.Defense.EnablePhone}}, nil, nil)
-}
-
-func printRescanSummary(w io.Writer, rep store.RescanReport, took time.Duration) {
-	verb := "changed"
-	if rep.DryRun {
-		verb = "would change"
-	}
-	fmt.Fprintf(w, "bank %s rescanned in %s\n", rep.BankID, took.Round(time.Millisecond))
-	targets := make([]string, 0, len(rep.Scanned))
-	for t := range rep.Scanned {
-		targets = append(targets, t)
-	}
-	sort.Strings(targets)
-	for _, t := range targets {
-		fmt.Fprintf(w, "  %-22s %8d scanned %8d %s\n", t, rep.Scanned[t], rep.Changed[t], verb)
-	}
-	labels := make([]string, 0, len(rep.Findings))
-	for l := range rep.Findings {
-		labels = append(labels, l)
-	}
-	sort.Strings(labels)
-	if len(labels) == 0 {
-		fmt.Fprintln(w, "  no findings")
-	}
-	for _, l := range labels {
-		fmt.Fprintf(w, "  finding %-30s %6d\n", l, rep.Findings[l])
-	}
-	fmt.Fprintf(w, "  facts invalidated (blocked): %d, re-embedded: %d, search_aux rebuilt: %d, audit rows: %d, conflicts: %d\n",
-		rep.Invalidated, rep.Reembedded, rep.AuxRebuilt, rep.AuditRows, rep.Conflicts)
-	if rep.Conflicts > 0 {
-		fmt.Fprintln(w, "  some rows changed while they were being rescanned; run the rescan again to cover them")
-	}
 }

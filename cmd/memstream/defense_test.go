@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memstream/memstream/defense/rescan"
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/store"
@@ -70,14 +71,14 @@ func TestCmdDefenseRescan(t *testing.T) {
 		}
 		return s
 	}
-	rescan := func(extra ...string) store.RescanReport {
+	rescan := func(extra ...string) rescan.Report {
 		t.Helper()
 		var out, errOut bytes.Buffer
 		args := append([]string{"rescan", "--bank", "ops", "--set", "database.url=" + url, "--set", "embed.provider=hash", "--set", "embed.dim=64", "--set", "log.level=error"}, extra...)
 		if err := cmdDefense(ctx, args, &out, &errOut); err != nil {
 			t.Fatalf("%v\n%s", err, errOut.String())
 		}
-		var rep store.RescanReport
+		var rep rescan.Report
 		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 			t.Fatalf("stdout is not one JSON report: %v\n%s", err, out.String())
 		}

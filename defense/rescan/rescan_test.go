@@ -1,16 +1,19 @@
-package store_test
+package rescan_test
 
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/memstream/memstream/defense"
+	"github.com/memstream/memstream/defense/rescan"
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/store"
@@ -52,6 +55,7 @@ func pemBlock(body []string) string {
 // facts, chunk, evidence and mental model still hold raw secrets.
 type rescanFixture struct {
 	st                 *store.Store
+	db                 *pgxpool.Pool // the test's own, for arranging and asserting rows
 	url                string
 	bank               string
 	mentalModel        store.UUID
@@ -66,16 +70,19 @@ type rescanFixture struct {
 func newRescanFixture(t *testing.T) *rescanFixture {
 	t.Helper()
 	url, _ := pgtest.Schema(t)
-	st := open(t, url, 64)
 	ctx := context.Background()
+	st, err := store.Open(ctx, store.Config{URL: url, Dim: 64}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
 	if _, err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("secret seed %d", seed)
 	fs := fakeSecrets{rand.New(rand.NewPCG(seed, 7))}
-	fx := &rescanFixture{st: st, url: url, bank: "vault", openai: fs.openAIProject(), aws: fs.awsKeyID(), pem: fs.pemBody()}
-	var err error
+	fx := &rescanFixture{st: st, db: pgtest.Pool(t, url), url: url, bank: "vault", openai: fs.openAIProject(), aws: fs.awsKeyID(), pem: fs.pemBody()}
 	if fx.emb, err = embed.NewHash(64); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +156,7 @@ func newRescanFixture(t *testing.T) *rescanFixture {
 		{`INSERT INTO mental_model_history (mental_model_id, content) VALUES ($1, $2)`,
 			[]any{mm, "Keys seen: " + fx.openai}},
 	} {
-		if _, err := st.Pool().Exec(ctx, q.sql, q.args...); err != nil {
+		if _, err := fx.db.Exec(ctx, q.sql, q.args...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -161,7 +168,7 @@ func newRescanFixture(t *testing.T) *rescanFixture {
 func (fx *rescanFixture) dump(t *testing.T) string {
 	t.Helper()
 	var out []string
-	rows, err := fx.st.Pool().Query(context.Background(), `
+	rows, err := fx.db.Query(context.Background(), `
 		SELECT concat_ws('|', id, text, context, array_to_string(tags, ','), metadata, embedding::text, search_aux, search_tsv::text, state, invalid_reason) FROM memory_units
 		UNION ALL SELECT concat_ws('|', id, text, encode(content_hash, 'hex')) FROM chunks
 		UNION ALL SELECT concat_ws('|', id, context, array_to_string(tags, ','), metadata) FROM documents
@@ -215,7 +222,7 @@ func (fx *rescanFixture) policy(t *testing.T, raw string) defense.Policy {
 func (fx *rescanFixture) unit(t *testing.T, id store.UUID) (text, ctxText, emb, aux, state, reason string) {
 	t.Helper()
 	var r *string
-	err := fx.st.Pool().QueryRow(context.Background(),
+	err := fx.db.QueryRow(context.Background(),
 		`SELECT text, context, embedding::text, search_aux, state, invalid_reason FROM memory_units WHERE id = $1`, id).
 		Scan(&text, &ctxText, &emb, &aux, &state, &r)
 	if err != nil {
@@ -227,7 +234,7 @@ func (fx *rescanFixture) unit(t *testing.T, id store.UUID) (text, ctxText, emb, 
 	return
 }
 
-func TestRescanDefenseRedactsInvalidatesAndReembeds(t *testing.T) {
+func TestRescanRedactsInvalidatesAndReembeds(t *testing.T) {
 	t.Parallel()
 	fx := newRescanFixture(t)
 	ctx := context.Background()
@@ -244,7 +251,7 @@ func TestRescanDefenseRedactsInvalidatesAndReembeds(t *testing.T) {
 
 	// Under the policy the facts were stored with, nothing changes.
 	allow := fx.policy(t, `{"default":"allow"}`)
-	rep, err := fx.st.RescanDefense(ctx, fx.gate, fx.emb, store.RescanConfig{BankID: fx.bank, Policy: allow, BatchSize: 2})
+	rep, err := rescan.Run(ctx, rescan.Deps{Store: fx.st, Gate: fx.gate, Embedder: fx.emb}, rescan.Config{BankID: fx.bank, Policy: allow, BatchSize: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +267,7 @@ func TestRescanDefenseRedactsInvalidatesAndReembeds(t *testing.T) {
 
 	// Dry run under the new policy: counts, and not one byte written.
 	strict := fx.policy(t, `{"default":"redact","labels":{"private_key_block":"block"}}`)
-	dry, err := fx.st.RescanDefense(ctx, fx.gate, nil, store.RescanConfig{BankID: fx.bank, Policy: strict, DryRun: true, BatchSize: 2})
+	dry, err := rescan.Run(ctx, rescan.Deps{Store: fx.st, Gate: fx.gate}, rescan.Config{BankID: fx.bank, Policy: strict, DryRun: true, BatchSize: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,8 +302,8 @@ func TestRescanDefenseRedactsInvalidatesAndReembeds(t *testing.T) {
 		t.Fatal(err)
 	}
 	var progress int
-	rep, err = fx.st.RescanDefense(ctx, fx.gate, fx.emb, store.RescanConfig{BankID: fx.bank, Policy: strict, BatchSize: 2,
-		Progress: func(store.RescanProgress) { progress++ }})
+	rep, err = rescan.Run(ctx, rescan.Deps{Store: fx.st, Gate: fx.gate, Embedder: fx.emb}, rescan.Config{BankID: fx.bank, Policy: strict, BatchSize: 2,
+		Progress: func(rescan.Progress) { progress++ }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,12 +358,12 @@ func TestRescanDefenseRedactsInvalidatesAndReembeds(t *testing.T) {
 		t.Errorf("search_aux of a fact linked to a removed entity was not rebuilt")
 	}
 	var ents, aliases int
-	if err := fx.st.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM entities), (SELECT count(*) FROM entity_aliases)`).Scan(&ents, &aliases); err != nil || ents != 1 || aliases != 2 {
+	if err := fx.db.QueryRow(ctx, `SELECT (SELECT count(*) FROM entities), (SELECT count(*) FROM entity_aliases)`).Scan(&ents, &aliases); err != nil || ents != 1 || aliases != 2 {
 		t.Errorf("after rescan: %d entities, %d aliases (%v); want Alice with Alice and Ali", ents, aliases, err)
 	}
 	var tags []string
 	var meta map[string]string
-	if err := fx.st.Pool().QueryRow(ctx, `SELECT tags, metadata FROM memory_units WHERE id = $1`, fx.ctxFact).Scan(&tags, &meta); err != nil {
+	if err := fx.db.QueryRow(ctx, `SELECT tags, metadata FROM memory_units WHERE id = $1`, fx.ctxFact).Scan(&tags, &meta); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(tags, ",") != "ops,key:"+marker || meta["pasted"] != "the id is "+marker || meta["speaker"] != "Alice" {
@@ -371,16 +378,16 @@ func TestRescanDefenseRedactsInvalidatesAndReembeds(t *testing.T) {
 		t.Error("clean fact re-embedded")
 	}
 	var hashOK bool
-	if err := fx.st.Pool().QueryRow(ctx, `SELECT bool_and(content_hash = sha256(convert_to(text, 'UTF8'))) FROM chunks`).Scan(&hashOK); err != nil || !hashOK {
+	if err := fx.db.QueryRow(ctx, `SELECT bool_and(content_hash = sha256(convert_to(text, 'UTF8'))) FROM chunks`).Scan(&hashOK); err != nil || !hashOK {
 		t.Errorf("chunk content_hash does not follow the redacted text (%v)", err)
 	}
 	var audits int
-	if err := fx.st.Pool().QueryRow(ctx, `SELECT count(*) FROM defense_audit WHERE bank_id = $1 AND action IN ('redact', 'block') AND length(fingerprint) = 16`, fx.bank).Scan(&audits); err != nil || audits == 0 {
+	if err := fx.db.QueryRow(ctx, `SELECT count(*) FROM defense_audit WHERE bank_id = $1 AND action IN ('redact', 'block') AND length(fingerprint) = 16`, fx.bank).Scan(&audits); err != nil || audits == 0 {
 		t.Errorf("no redact/block audit rows with fingerprints (%d, %v)", audits, err)
 	}
 
 	// A second run finds only markers: nothing left to change.
-	again, err := fx.st.RescanDefense(ctx, fx.gate, fx.emb, store.RescanConfig{BankID: fx.bank, Policy: strict})
+	again, err := rescan.Run(ctx, rescan.Deps{Store: fx.st, Gate: fx.gate, Embedder: fx.emb}, rescan.Config{BankID: fx.bank, Policy: strict})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +404,7 @@ func TestRescanDefenseRedactsInvalidatesAndReembeds(t *testing.T) {
 func (fx *rescanFixture) vec(t *testing.T, id store.UUID) []float32 {
 	t.Helper()
 	var s string
-	if err := fx.st.Pool().QueryRow(context.Background(), `SELECT embedding::vector::text FROM memory_units WHERE id = $1`, id).Scan(&s); err != nil {
+	if err := fx.db.QueryRow(context.Background(), `SELECT embedding::vector::text FROM memory_units WHERE id = $1`, id).Scan(&s); err != nil {
 		t.Fatal(err)
 	}
 	var v []float32
@@ -420,14 +427,14 @@ func closeVec(a, b []float32) bool {
 	return true
 }
 
-func TestRescanDefenseValidates(t *testing.T) {
+func TestRescanValidates(t *testing.T) {
 	t.Parallel()
 	st := &store.Store{}
-	if _, err := st.RescanDefense(context.Background(), nil, nil, store.RescanConfig{}); err == nil || !strings.Contains(err.Error(), "bank_id") {
+	if _, err := rescan.Run(context.Background(), rescan.Deps{Store: st}, rescan.Config{}); err == nil || !strings.Contains(err.Error(), "bank_id") {
 		t.Fatalf("missing bank not refused: %v", err)
 	}
 	bad := defense.Policy{Default: "shred"}
-	if _, err := st.RescanDefense(context.Background(), nil, nil, store.RescanConfig{BankID: "b", Policy: bad}); err == nil || !strings.Contains(err.Error(), "policy.default") {
+	if _, err := rescan.Run(context.Background(), rescan.Deps{Store: st}, rescan.Config{BankID: "b", Policy: bad}); err == nil || !strings.Contains(err.Error(), "policy.default") {
 		t.Fatalf("bad policy not refused: %v", err)
 	}
 }
