@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -255,4 +256,45 @@ func BenchmarkLocalFactBatch(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestFindModelDir checks the lookup order and that every miss names the
+// command that installs the model.
+func TestFindModelDir(t *testing.T) {
+	installed := testModelDir(t)
+	root := t.TempDir()
+	dir := filepath.Join(root, LocalModelName)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{useTokenizerFile, useWeightsFile} {
+		if err := os.Symlink(filepath.Join(installed, f), filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("MEMSTREAM_MODEL_DIR", root)
+	if got, err := FindModelDir(""); err != nil || got != dir {
+		t.Fatalf("FindModelDir with MEMSTREAM_MODEL_DIR = %q, %v; want %q", got, err, dir)
+	}
+	if got, err := FindModelDir(dir); err != nil || got != dir {
+		t.Fatalf("FindModelDir(%q) = %q, %v", dir, got, err)
+	}
+	empty := t.TempDir()
+	if _, err := FindModelDir(empty); err == nil || !strings.Contains(err.Error(), "make deps") || !strings.Contains(err.Error(), empty) {
+		t.Fatalf("an empty embed.model_dir: err %v, want one naming the directory and make deps", err)
+	}
+	t.Setenv("MEMSTREAM_MODEL_DIR", empty)
+	t.Setenv("XDG_DATA_HOME", empty)
+	t.Setenv("HOME", empty)
+	if _, err := FindModelDir(""); err == nil || !strings.Contains(err.Error(), "make deps") || !strings.Contains(err.Error(), "embed.provider: hash") {
+		if err == nil && fileExists(filepath.Join("/usr/local/share/memstream/models", LocalModelName, useWeightsFile)) {
+			t.Skip("the model is installed system-wide too")
+		}
+		t.Fatalf("no model anywhere: err %v, want one naming make deps and the hash provider", err)
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 )
@@ -88,7 +89,15 @@ func defaultModelDirs() []string {
 	}
 	data := os.Getenv("XDG_DATA_HOME")
 	if data == "" {
-		if home, err := os.UserHomeDir(); err == nil {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			// No $HOME (some CI runners): the password database, as
+			// scripts/install-model.sh does.
+			if u, uerr := user.Current(); uerr == nil {
+				home, err = u.HomeDir, nil
+			}
+		}
+		if err == nil && home != "" {
 			data = filepath.Join(home, ".local", "share")
 		}
 	}

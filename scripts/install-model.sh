@@ -27,7 +27,11 @@ NPZ_SHA256=0db566fd0af82cbf9f3a7eac3920ede5fb784a6882398563ca9b1bbd66fb37c9
 log() { printf 'install-model: %s\n' "$*"; }
 die() { printf 'install-model: ERROR: %s\n' "$*" >&2; exit 1; }
 
-ROOT="${MEMSTREAM_MODEL_DIR:-${XDG_DATA_HOME:-${HOME:?HOME is not set}/.local/share}/memstream/models}"
+# Without HOME (some CI runners), the home directory comes from the password
+# database, as memstream's own lookup does.
+HOME_DIR="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
+[ -n "$HOME_DIR" ] || [ -n "${MEMSTREAM_MODEL_DIR:-}${XDG_DATA_HOME:-}" ] || die "no home directory: set MEMSTREAM_MODEL_DIR"
+ROOT="${MEMSTREAM_MODEL_DIR:-${XDG_DATA_HOME:-$HOME_DIR/.local/share}/memstream/models}"
 DEST="$ROOT/$MODEL"
 
 sha() { sha256sum "$1" 2>/dev/null | cut -d' ' -f1; }
