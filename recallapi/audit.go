@@ -28,7 +28,7 @@ func (s *Server) audit(r *http.Request, route string, status int, start time.Tim
 	if route == "retain" || route == "recall" || route == "reflect" {
 		action = route
 	}
-	e := store.AuditEntry{ID: uuid.New(), BankID: &bank, Action: action, Transport: "http", Status: status, StartedAt: start,
+	e := store.AuditEntry{ID: uuid.New(), BankID: &bank, Action: action, Transport: transportOf(r.Context()), Status: status, StartedAt: start,
 		EndedAt: time.Now(), Metadata: rawJSON(meta), Request: rawJSON(map[string]any{"query": r.URL.RawQuery})}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
 	defer cancel()

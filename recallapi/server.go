@@ -3,7 +3,6 @@ package recallapi
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -495,14 +494,7 @@ func (s *Server) authorize(r *http.Request, scope string) (*apiKey, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
 		return nil, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "missing bearer token"}
 	}
-	h := sha256.Sum256([]byte(tok))
-	var key *apiKey
-	for i := range s.keys {
-		// Compare every key in constant time so timing reveals nothing.
-		if subtle.ConstantTimeCompare(h[:], s.keys[i].hash[:]) == 1 {
-			key = &s.keys[i]
-		}
-	}
+	key := s.keyFor(tok)
 	if key == nil {
 		return nil, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "unknown bearer token"}
 	}
