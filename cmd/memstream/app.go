@@ -26,6 +26,7 @@ import (
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/extract"
 	"github.com/memstream/memstream/llm"
+	"github.com/memstream/memstream/mcpserver"
 	"github.com/memstream/memstream/pgserver"
 	"github.com/memstream/memstream/pipeline"
 	"github.com/memstream/memstream/recall"
@@ -381,6 +382,15 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 		if err != nil {
 			return a, err
 		}
+		// /mcp serves the same memory as an MCP server; its tools call the
+		// API's own routes, with the caller's key.
+		mcpSrv, err := mcpserver.New(mcpserver.Deps{API: a.api.Handler(), Auth: a.api, Registerer: reg, Logger: log.With("component", "mcp")},
+			mcpserver.Config{Version: version, MaxRequestBytes: cfg.HTTP.MaxBodyBytes})
+		if err != nil {
+			return a, err
+		}
+		a.api.Mount("/mcp", mcpSrv.Handler())
+		a.api.Mount("/mcp/", mcpSrv.Handler())
 	} else {
 		// Ingest- and worker-only replicas serve probes and metrics too.
 		a.ops = &opsServer{addr: cfg.HTTP.Addr, ready: a.readiness(rl), gatherer: reg}

@@ -31,6 +31,7 @@ Usage:
   memstream produce FILE.jsonl|- [--topic T] [--bank B] [--config F]
   memstream recall --bank B [--json] [--api URL] QUERY
   memstream reflect --bank B [--json] [--api URL] QUESTION
+  memstream mcp [--bank B] [--api URL] [--config F]
   memstream migrate [--config F]
   memstream bench ingest|recall|defense|reflect [flags]
   memstream eval gen|run [flags]
@@ -76,6 +77,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdRecall(ctx, rest, stdout, stderr)
 	case "reflect":
 		return cmdReflect(ctx, rest, stdout, stderr)
+	case "mcp":
+		return cmdMCP(ctx, rest, os.Stdin, stdout, stderr)
 	case "migrate":
 		return cmdMigrate(ctx, rest, stdout, stderr)
 	case "bench":
