@@ -46,7 +46,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	url, _ := pgtest.Schema(t)
-	st, err := store.Open(context.Background(), store.Config{URL: url, Dim: dim}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	st, err := store.Open(context.Background(), store.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, store.Config{URL: url, Dim: dim})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -169,7 +169,7 @@ func TestConsolidationHoldsOnEveryEmbedder(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			url, _ := pgtest.Schema(t)
-			st, err := store.Open(ctx, store.Config{URL: url, Dim: tc.dim}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			st, err := store.Open(ctx, store.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, store.Config{URL: url, Dim: tc.dim})
 			if err != nil {
 				t.Fatal(err)
 			}

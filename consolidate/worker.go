@@ -39,7 +39,8 @@ type Deps struct {
 	// Recaller ranks observations for mental models; nil means a plain
 	// similarity query over the bank's observations.
 	Recaller ObservationRecaller
-	Log      *slog.Logger
+	// Logger defaults to discarding.
+	Logger *slog.Logger
 	// Registerer receives the worker's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 	// Clock is the time source for consolidated_at, history, trends and
@@ -294,8 +295,8 @@ func New(deps Deps, cfg Config) (*Worker, error) {
 	if deps.Embedder == nil {
 		return nil, errors.New("consolidate: Deps.Embedder is nil")
 	}
-	if deps.Log == nil {
-		deps.Log = slog.New(slog.DiscardHandler)
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	if deps.Clock == nil {
 		deps.Clock = time.Now
@@ -321,7 +322,7 @@ func New(deps Deps, cfg Config) (*Worker, error) {
 		burst := max(int(math.Ceil(cfg.RatePerSecond)), deps.Adjudicator.BatchSize())
 		lim = rate.NewLimiter(rate.Limit(cfg.RatePerSecond), burst)
 	}
-	return &Worker{st: deps.Store, emb: deps.Embedder, adj: deps.Adjudicator, rec: deps.Recaller, log: deps.Log, now: deps.Clock,
+	return &Worker{st: deps.Store, emb: deps.Embedder, adj: deps.Adjudicator, rec: deps.Recaller, log: deps.Logger, now: deps.Clock,
 		onBatch: deps.Progress, cfg: cfg, limiter: lim, m: m, scale: deps.Scale}, nil
 }
 

@@ -97,9 +97,17 @@ type Gate struct {
 	log     *slog.Logger
 }
 
-// NewGate builds a Gate. reg may be nil (metrics are then kept but not
-// exported, handy in tests); log may be nil (logs are discarded).
-func NewGate(cfg GateConfig, reg prometheus.Registerer, log *slog.Logger) (*Gate, error) {
+// GateDeps are a Gate's collaborators. Registerer may be nil (metrics are
+// then kept but not exported, handy in tests); Logger may be nil (logs
+// are discarded).
+type GateDeps struct {
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+}
+
+// NewGate builds a Gate.
+func NewGate(deps GateDeps, cfg GateConfig) (*Gate, error) {
+	reg, log := deps.Registerer, deps.Logger
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err

@@ -32,16 +32,16 @@ func TestFingerprint(t *testing.T) {
 
 func TestNewGateValidates(t *testing.T) {
 	t.Parallel()
-	_, err := NewGate(GateConfig{FingerprintSalt: []byte("short")}, nil, nil)
+	_, err := NewGate(GateDeps{}, GateConfig{FingerprintSalt: []byte("short")})
 	if err == nil || !strings.Contains(err.Error(), "defense.fingerprint_salt") {
 		t.Fatalf("err = %v, want one naming defense.fingerprint_salt", err)
 	}
 	reg := prometheus.NewRegistry()
-	if _, err := NewGate(GateConfig{FingerprintSalt: testSalt}, reg, nil); err != nil {
+	if _, err := NewGate(GateDeps{Registerer: reg}, GateConfig{FingerprintSalt: testSalt}); err != nil {
 		t.Fatal(err)
 	}
 	// A second gate on the same registry is a wiring bug: say so.
-	if _, err := NewGate(GateConfig{FingerprintSalt: testSalt}, reg, nil); err == nil {
+	if _, err := NewGate(GateDeps{Registerer: reg}, GateConfig{FingerprintSalt: testSalt}); err == nil {
 		t.Fatal("duplicate registration not reported")
 	}
 }
@@ -51,7 +51,7 @@ func TestGateCheck(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	g, err := NewGate(GateConfig{FingerprintSalt: testSalt}, reg, log)
+	g, err := NewGate(GateDeps{Registerer: reg, Logger: log}, GateConfig{FingerprintSalt: testSalt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestGateCheck(t *testing.T) {
 
 func TestGateInvalidPolicy(t *testing.T) {
 	t.Parallel()
-	g, err := NewGate(GateConfig{FingerprintSalt: testSalt}, nil, nil)
+	g, err := NewGate(GateDeps{}, GateConfig{FingerprintSalt: testSalt})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,15 +108,22 @@ type Extractor struct {
 	log      *slog.Logger
 }
 
-// New returns an Extractor for cfg after applying defaults. reg may be nil
-// (no metrics exported); log must not be nil.
-func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Extractor, error) {
+// Deps are an Extractor's collaborators. Registerer may be nil (no
+// metrics exported); Logger may be nil (logs are discarded).
+type Deps struct {
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+}
+
+// New returns an Extractor for cfg after applying defaults.
+func New(deps Deps, cfg Config) (*Extractor, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	reg, log := deps.Registerer, deps.Logger
 	if log == nil {
-		return nil, errors.New("llm: logger is nil")
+		log = slog.New(slog.DiscardHandler)
 	}
 	oc := openai.DefaultConfig(cfg.APIKey)
 	if cfg.BaseURL != "" {

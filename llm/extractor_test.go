@@ -189,7 +189,7 @@ func newExtractor(t *testing.T, f *fake, cfg llm.Config) (*llm.Extractor, *prome
 	}
 	cfg.InitialBackoff = 5 * time.Millisecond
 	cfg.MaxBackoff = 20 * time.Millisecond
-	e, err := llm.New(cfg, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e, err := llm.New(llm.Deps{Registerer: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,12 +447,12 @@ func TestConfigValidation(t *testing.T) {
 		{llm.Config{Model: "m", Concurrency: -2}, "llm.concurrency"},
 		{llm.Config{Model: "m", ChunksPerCall: -1}, "llm.chunks_per_call"},
 	} {
-		if _, err := llm.New(tc.cfg, nil, log); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := llm.New(llm.Deps{Logger: log}, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New(%+v) error = %v, want one naming %s", tc.cfg, err, tc.want)
 		}
 	}
 	reg := prometheus.NewRegistry()
-	if _, err := llm.New(llm.Config{Model: "m"}, reg, log); err != nil {
+	if _, err := llm.New(llm.Deps{Registerer: reg, Logger: log}, llm.Config{Model: "m"}); err != nil {
 		t.Fatal(err)
 	}
 	if mfs, err := reg.Gather(); err != nil || len(mfs) == 0 {

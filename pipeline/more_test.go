@@ -40,7 +40,7 @@ type options struct {
 func (h *harness) startWith(group string, o options) *running {
 	h.t.Helper()
 	emb, _ := embed.NewHash(64)
-	gate, err := defense.NewGate(defense.GateConfig{FingerprintSalt: []byte("0123456789abcdef-test")}, prometheus.NewRegistry(), h.log)
+	gate, err := defense.NewGate(defense.GateDeps{Registerer: prometheus.NewRegistry(), Logger: h.log}, defense.GateConfig{FingerprintSalt: []byte("0123456789abcdef-test")})
 	if err != nil {
 		h.t.Fatal(err)
 	}

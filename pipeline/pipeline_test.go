@@ -53,7 +53,7 @@ func newHarnessURL(t *testing.T, url string) *harness {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{URL: url, MaxConns: 8, Dim: 64}, log)
+	st, err := store.Open(ctx, store.Deps{Logger: log}, store.Config{URL: url, MaxConns: 8, Dim: 64})
 	if err != nil {
 		t.Fatal(err)
 	}

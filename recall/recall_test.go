@@ -70,7 +70,7 @@ func newFixture(t testing.TB, facts []fact) *fixture {
 	t.Helper()
 	url, _ := pgtest.Schema(t)
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{URL: url, Dim: testDim, MaxConns: 8}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	st, err := store.Open(ctx, store.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, store.Config{URL: url, Dim: testDim, MaxConns: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -701,8 +701,7 @@ func TestSemanticCorrectUnderFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The plan itself is checked in store (TestSemanticPlanUsesHNSW).
-	st, err := store.Open(context.Background(), store.Config{URL: pgtest.WithSetting(t, fx.url, "enable_seqscan", "off"), Dim: testDim, MaxConns: 8},
-		slog.New(slog.DiscardHandler))
+	st, err := store.Open(context.Background(), store.Deps{Logger: slog.New(slog.DiscardHandler)}, store.Config{URL: pgtest.WithSetting(t, fx.url, "enable_seqscan", "off"), Dim: testDim, MaxConns: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -800,7 +799,7 @@ func TestRecallOnASmallPool(t *testing.T) {
 	fx := newFixture(t, mainFacts(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, store.Config{URL: fx.url, Dim: testDim, MaxConns: 2}, slog.New(slog.DiscardHandler))
+	st, err := store.Open(ctx, store.Deps{Logger: slog.New(slog.DiscardHandler)}, store.Config{URL: fx.url, Dim: testDim, MaxConns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

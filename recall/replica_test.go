@@ -45,7 +45,7 @@ func TestRecallFromStreamingReplica(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = standby.Stop(context.Background()) })
 
-	write, err := store.Open(ctx, store.Config{URL: primary.URL(), Dim: testDim, MaxConns: 4}, log)
+	write, err := store.Open(ctx, store.Deps{Logger: log}, store.Config{URL: primary.URL(), Dim: testDim, MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestRecallFromStreamingReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	read, err := store.Open(ctx, store.Config{URL: standby.URL(), Dim: testDim, MaxConns: 4}, log)
+	read, err := store.Open(ctx, store.Deps{Logger: log}, store.Config{URL: standby.URL(), Dim: testDim, MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,7 +144,7 @@ func TestBadKeyConfig(t *testing.T) {
 	} {
 		d := base.srv.d
 		d.Registerer = nil
-		if _, err := New(c.cfg, d); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := New(d, c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error naming %s", name, err, c.want)
 		}
 	}

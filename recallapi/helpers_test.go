@@ -147,7 +147,7 @@ func openStore(t testing.TB) *store.Store {
 	t.Helper()
 	url, _ := pgtest.Schema(t)
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{URL: url, Dim: testDim, MaxConns: 8}, slog.New(slog.DiscardHandler))
+	st, err := store.Open(ctx, store.Deps{Logger: slog.New(slog.DiscardHandler)}, store.Config{URL: url, Dim: testDim, MaxConns: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	gate, err := defense.NewGate(defense.GateConfig{FingerprintSalt: []byte("test-salt-0123456789")}, reg, slog.New(slog.DiscardHandler))
+	gate, err := defense.NewGate(defense.GateDeps{Registerer: reg, Logger: slog.New(slog.DiscardHandler)}, defense.GateConfig{FingerprintSalt: []byte("test-salt-0123456789")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	if o.listener {
 		d.Listener = st
 	}
-	srv, err := New(cfg, d)
+	srv, err := New(d, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

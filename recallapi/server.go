@@ -287,7 +287,7 @@ type apiKey struct {
 }
 
 // New builds the server; Serve starts it.
-func New(cfg Config, d Deps) (*Server, error) {
+func New(d Deps, cfg Config) (*Server, error) {
 	if d.Store == nil || d.Recaller == nil || d.Publisher == nil || d.Gate == nil {
 		return nil, errors.New("recallapi: Deps.Store, Recaller, Publisher and Gate are required")
 	}

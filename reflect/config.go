@@ -54,7 +54,7 @@ type Deps struct {
 	Tokens *tokens.Counter
 	// Log defaults to discarding; Registerer, when nil, leaves the metrics
 	// unregistered.
-	Log        *slog.Logger
+	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 }
 
@@ -169,7 +169,7 @@ func New(deps Deps, cfg Config) (*Reflector, error) {
 	if err := cfg.validate(deps.LLM != nil); err != nil {
 		return nil, err
 	}
-	log := deps.Log
+	log := deps.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -36,7 +36,7 @@ type pgFact struct {
 func migratedStore(t *testing.T, log *slog.Logger) (*store.Store, *embed.Hash, *pgxpool.Pool) {
 	t.Helper()
 	url, _ := pgtest.Schema(t)
-	st, err := store.Open(context.Background(), store.Config{URL: url, Dim: testDim, MaxConns: 4}, log)
+	st, err := store.Open(context.Background(), store.Deps{Logger: log}, store.Config{URL: url, Dim: testDim, MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

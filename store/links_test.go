@@ -24,7 +24,7 @@ var bigEventFacts = 40000
 func oneConnStore(t *testing.T) *store.Store {
 	t.Helper()
 	url, _ := pgtest.Schema(t)
-	st, err := store.Open(context.Background(), store.Config{URL: url, Dim: 4, MaxConns: 1}, discardLog())
+	st, err := store.Open(context.Background(), store.Deps{Logger: discardLog()}, store.Config{URL: url, Dim: 4, MaxConns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

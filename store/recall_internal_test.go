@@ -18,7 +18,7 @@ import (
 func migratedInternal(t *testing.T) *Store {
 	t.Helper()
 	url, _ := pgtest.Schema(t)
-	s, err := Open(context.Background(), Config{URL: url, Dim: 384, MaxConns: 8}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s, err := Open(context.Background(), Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, Config{URL: url, Dim: 384, MaxConns: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

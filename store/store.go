@@ -50,8 +50,18 @@ type Store struct {
 	log      *slog.Logger
 }
 
+// Deps are a Store's collaborators. Logger may be nil (logs are
+// discarded).
+type Deps struct {
+	Logger *slog.Logger
+}
+
 // Open connects to PostgreSQL. It does not migrate; call Migrate.
-func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
+func Open(ctx context.Context, deps Deps, cfg Config) (*Store, error) {
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	if cfg.Dim <= 0 {
 		return nil, fmt.Errorf("store: embedding dimension must be positive")
 	}

@@ -14,7 +14,7 @@ import (
 
 func open(t *testing.T, url string, dim int) *store.Store {
 	t.Helper()
-	st, err := store.Open(context.Background(), store.Config{URL: url, Dim: dim}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	st, err := store.Open(context.Background(), store.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, store.Config{URL: url, Dim: dim})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestMigrateGuardsEmbedder(t *testing.T) {
 	url, _ := pgtest.Schema(t)
 	ctx := context.Background()
 	openAs := func(name string) *store.Store {
-		st, err := store.Open(ctx, store.Config{URL: url, Dim: 16, Embedder: name}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		st, err := store.Open(ctx, store.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, store.Config{URL: url, Dim: 16, Embedder: name})
 		if err != nil {
 			t.Fatal(err)
 		}

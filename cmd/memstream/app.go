@@ -108,7 +108,7 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*store
 		}
 		url = pg.URL()
 	}
-	st, err := store.Open(ctx, store.Config{URL: url, MaxConns: cfg.Database.MaxConns, Dim: cfg.Embed.Dim, Embedder: embedderKey(cfg)}, log)
+	st, err := store.Open(ctx, store.Deps{Logger: log}, store.Config{URL: url, MaxConns: cfg.Database.MaxConns, Dim: cfg.Embed.Dim, Embedder: embedderKey(cfg)})
 	if err != nil {
 		return nil, pg, err
 	}
@@ -225,8 +225,8 @@ func newGate(ctx context.Context, cfg config.Config, st *store.Store, reg promet
 			return nil, err
 		}
 	}
-	return defense.NewGate(defense.GateConfig{FingerprintSalt: []byte(salt),
-		Scanner: defense.ScannerConfig{EnableEmail: cfg.Defense.EnableEmail, EnablePhone: cfg.Defense.EnablePhone}}, reg, log)
+	return defense.NewGate(defense.GateDeps{Registerer: reg, Logger: log}, defense.GateConfig{FingerprintSalt: []byte(salt),
+		Scanner: defense.ScannerConfig{EnableEmail: cfg.Defense.EnableEmail, EnablePhone: cfg.Defense.EnablePhone}})
 }
 
 func basePolicy(cfg config.Config) defense.Policy {
@@ -326,8 +326,7 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 		// With a read replica, the API's recall reads from it; the worker
 		// keeps reading the primary, where consolidation has just written.
 		if rl.api && cfg.Database.ReadURL != "" {
-			if a.readSt, err = store.Open(ctx, store.Config{URL: cfg.Database.ReadURL, MaxConns: cfg.Database.MaxConns, Dim: cfg.Embed.Dim},
-				log.With("database", "read_url")); err != nil {
+			if a.readSt, err = store.Open(ctx, store.Deps{Logger: log.With("database", "read_url")}, store.Config{URL: cfg.Database.ReadURL, MaxConns: cfg.Database.MaxConns, Dim: cfg.Embed.Dim}); err != nil {
 				return a, fmt.Errorf("database.read_url: %w", err)
 			}
 			wdeps := rdeps
@@ -371,14 +370,14 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 		if err != nil {
 			return a, err
 		}
-		a.api, err = recallapi.New(recallapi.Config{
-			Addr: cfg.HTTP.Addr, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, RetainWait: cfg.HTTP.RetainWait, MaxEventBytes: cfg.Kafka.MaxEventBytes,
-			ReadTimeout: cfg.HTTP.ReadTimeout, WriteTimeout: cfg.HTTP.WriteTimeout, Auth: cfg.Auth, BasePolicy: basePolicy(cfg), Version: version,
-		}, recallapi.Deps{Store: a.st, Recaller: rc, Publisher: broker.NewPublisher(a.prod, cfg.Kafka.Topics[0]), Gate: gate,
+		a.api, err = recallapi.New(recallapi.Deps{Store: a.st, Recaller: rc, Publisher: broker.NewPublisher(a.prod, cfg.Kafka.Topics[0]), Gate: gate,
 			Ready: ready, Gatherer: reg, Registerer: reg, Logger: log, OnPolicyChange: policies.Invalidate,
 			Reflector: rf, Refresher: a.worker, Listener: a.st, Console: ui, Embedder: emb, Extractor: ex, CheckLLM: llmCheck(cfg),
 			DeadLetters: broker.NewDeadLetterArchive(a.prod, brokers, cfg.Kafka.ClientID+"-console", cfg.Kafka.DLQTopic, cfg.Kafka.Topics[0]),
-			Redact:      redactor.RedactAll})
+			Redact:      redactor.RedactAll}, recallapi.Config{
+			Addr: cfg.HTTP.Addr, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, RetainWait: cfg.HTTP.RetainWait, MaxEventBytes: cfg.Kafka.MaxEventBytes,
+			ReadTimeout: cfg.HTTP.ReadTimeout, WriteTimeout: cfg.HTTP.WriteTimeout, Auth: cfg.Auth, BasePolicy: basePolicy(cfg), Version: version,
+		})
 		if err != nil {
 			return a, err
 		}
@@ -436,7 +435,7 @@ func newReflector(cfg config.Config, rc *recall.Recaller, st *store.Store, tok *
 		oc.BaseURL = cfg.LLM.BaseURL
 		llm = openai.NewClientWithConfig(oc)
 	}
-	return reflect.New(reflect.Deps{Recaller: rc, Store: st, LLM: llm, Tokens: tok, Log: log.With("component", "reflect"), Registerer: reg},
+	return reflect.New(reflect.Deps{Recaller: rc, Store: st, LLM: llm, Tokens: tok, Logger: log.With("component", "reflect"), Registerer: reg},
 		reflect.Config{Model: cfg.LLM.Model, MaxIterations: cfg.Reflect.MaxIterations, Timeout: cfg.Reflect.Timeout,
 			ContextTokens: cfg.Reflect.ContextTokens})
 }
@@ -444,9 +443,9 @@ func newReflector(cfg config.Config, rc *recall.Recaller, st *store.Store, tok *
 func newExtractor(cfg config.Config, reg prometheus.Registerer, log *slog.Logger) (pipeline.Extractor, error) {
 	switch cfg.LLM.Provider {
 	case "openai":
-		ex, err := llm.New(llm.Config{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model,
+		ex, err := llm.New(llm.Deps{Registerer: reg, Logger: log.With("component", "llm")}, llm.Config{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model,
 			Concurrency: cfg.LLM.Concurrency, Timeout: cfg.LLM.Timeout, MaxRetries: cfg.LLM.MaxRetries,
-			ChunksPerCall: cfg.LLM.ChunksPerCall}, reg, log.With("component", "llm"))
+			ChunksPerCall: cfg.LLM.ChunksPerCall})
 		if err != nil {
 			return nil, fmt.Errorf("llm: %w", err)
 		}

@@ -43,7 +43,7 @@ func newConsolidationWorker(cfg config.Config, st *store.Store, emb consolidate.
 		return nil, err
 	}
 	c := cfg.Consolidation
-	return consolidate.New(consolidate.Deps{Store: st, Embedder: emb, Adjudicator: adj, Recaller: rec, Log: log.With("component", "consolidate"),
+	return consolidate.New(consolidate.Deps{Store: st, Embedder: emb, Adjudicator: adj, Recaller: rec, Logger: log.With("component", "consolidate"),
 		Registerer: reg, Progress: progress, Scale: scale}, consolidate.Config{Workers: c.Workers, BatchSize: c.BatchSize,
 		PollInterval: c.PollInterval, RatePerSecond: c.RatePerSecond, MentalModelMinInterval: c.MentalModelMinInterval,
 		MaxDrain: c.MaxDrain, JobRetention: c.JobRetention, FailedJobRetention: c.FailedJobRetention})

@@ -24,7 +24,7 @@ func TestCmdDefenseRescan(t *testing.T) {
 	t.Parallel()
 	url, _ := pgtest.Schema(t)
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{URL: url, Dim: 64}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	st, err := store.Open(ctx, store.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, store.Config{URL: url, Dim: 64})
 	if err != nil {
 		t.Fatal(err)
 	}

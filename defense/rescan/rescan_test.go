@@ -71,7 +71,7 @@ func newRescanFixture(t *testing.T) *rescanFixture {
 	t.Helper()
 	url, _ := pgtest.Schema(t)
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{URL: url, Dim: 64}, slog.New(slog.DiscardHandler))
+	st, err := store.Open(ctx, store.Deps{Logger: slog.New(slog.DiscardHandler)}, store.Config{URL: url, Dim: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func newRescanFixture(t *testing.T) *rescanFixture {
 	if fx.emb, err = embed.NewHash(64); err != nil {
 		t.Fatal(err)
 	}
-	if fx.gate, err = defense.NewGate(defense.GateConfig{FingerprintSalt: []byte("rescan-test-salt-0123456789")}, nil, nil); err != nil {
+	if fx.gate, err = defense.NewGate(defense.GateDeps{}, defense.GateConfig{FingerprintSalt: []byte("rescan-test-salt-0123456789")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.PutBank(ctx, store.Bank{ID: fx.bank, Name: "vault", Skepticism: 3, Literalism: 3, Empathy: 3,

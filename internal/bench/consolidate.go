@@ -140,7 +140,7 @@ func RunConsolidate(ctx context.Context, deps IngestDeps, c ConsolidateConfig, s
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	w, err := consolidate.New(consolidate.Deps{Store: env.st, Embedder: emb, Log: log, Registerer: reg},
+	w, err := consolidate.New(consolidate.Deps{Store: env.st, Embedder: emb, Logger: log, Registerer: reg},
 		consolidate.Config{Workers: c.Workers, BatchSize: c.BatchSize, PollInterval: 50 * time.Millisecond})
 	if err != nil {
 		return err

@@ -182,7 +182,7 @@ func openBenchEnv(ctx context.Context, deps IngestDeps, dbURL string, dim int, s
 		}
 		env.drop = func() { _ = store.DropSchema(context.Background(), base, schema) }
 	}
-	env.st, err = store.Open(ctx, store.Config{URL: dbURL, MaxConns: env.cfg.Database.MaxConns, Dim: env.cfg.Embed.Dim}, log)
+	env.st, err = store.Open(ctx, store.Deps{Logger: log}, store.Config{URL: dbURL, MaxConns: env.cfg.Database.MaxConns, Dim: env.cfg.Embed.Dim})
 	if err != nil {
 		return nil, err
 	}
@@ -398,8 +398,8 @@ func startRig(ctx context.Context, env *benchEnv, f IngestConfig, ex pipeline.Ex
 		return nil, err
 	}
 	rig.emb = &timedEmbedder{Embedder: inner}
-	gate, err := defense.NewGate(defense.GateConfig{FingerprintSalt: []byte("bench-ingest-fingerprint-salt"),
-		Scanner: defense.ScannerConfig{EnableEmail: cfg.Defense.EnableEmail, EnablePhone: cfg.Defense.EnablePhone}}, reg, env.log)
+	gate, err := defense.NewGate(defense.GateDeps{Registerer: reg, Logger: env.log}, defense.GateConfig{FingerprintSalt: []byte("bench-ingest-fingerprint-salt"),
+		Scanner: defense.ScannerConfig{EnableEmail: cfg.Defense.EnableEmail, EnablePhone: cfg.Defense.EnablePhone}})
 	if err != nil {
 		return nil, err
 	}
@@ -719,8 +719,8 @@ func benchIngestLLM(ctx context.Context, env *benchEnv, f IngestConfig, stdout, 
 			n := min(max(int(ideal*10), 50), f.Events)
 			prefix := fmt.Sprintf("c%d-k%d-", c, cpc)
 			reg := prometheus.NewRegistry()
-			ex, err := llm.New(llm.Config{BaseURL: srv.URL + "/v1", APIKey: "bench", Model: "bench-fake", Concurrency: c,
-				ChunksPerCall: cpc, Timeout: f.LLMLatency*10 + 5*time.Second, MaxRetries: 2}, reg, env.log)
+			ex, err := llm.New(llm.Deps{Registerer: reg, Logger: env.log}, llm.Config{BaseURL: srv.URL + "/v1", APIKey: "bench", Model: "bench-fake", Concurrency: c,
+				ChunksPerCall: cpc, Timeout: f.LLMLatency*10 + 5*time.Second, MaxRetries: 2})
 			if err != nil {
 				return err
 			}

@@ -239,7 +239,7 @@ func loadSize(ctx context.Context, cfg RecallConfig, base string, facts, maxConc
 		}
 	}
 	// A recall holds up to four connections (one per arm).
-	l.st, err = store.Open(ctx, store.Config{URL: su, Dim: cfg.Dim, MaxConns: 4*maxConc + 4, Embedder: provider}, log)
+	l.st, err = store.Open(ctx, store.Deps{Logger: log}, store.Config{URL: su, Dim: cfg.Dim, MaxConns: 4*maxConc + 4, Embedder: provider})
 	if err != nil {
 		l.close()
 		return nil, err

@@ -23,7 +23,7 @@ func TestRecallBank(t *testing.T) {
 	db := pgtest.Pool(t, url)
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(ctx, store.Config{URL: url, Dim: 384, MaxConns: 12}, log)
+	st, err := store.Open(ctx, store.Deps{Logger: log}, store.Config{URL: url, Dim: 384, MaxConns: 12})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func recallMany(ctx context.Context, cfg RecallConfig, base string, total, maxCo
 	if !cfg.Keep {
 		defer func() { _ = store.DropSchema(context.WithoutCancel(ctx), base, schema) }()
 	}
-	st, err := store.Open(ctx, store.Config{URL: su, Dim: cfg.Dim, MaxConns: 4*maxConc + 4}, log)
+	st, err := store.Open(ctx, store.Deps{Logger: log}, store.Config{URL: su, Dim: cfg.Dim, MaxConns: 4*maxConc + 4})
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ func RunReflect(ctx context.Context, cfg ReflectConfig, stdout, stderr io.Writer
 			}
 		}()
 	}
-	st, err := store.Open(ctx, store.Config{URL: su, Dim: cfg.Dim, MaxConns: 8}, log)
+	st, err := store.Open(ctx, store.Deps{Logger: log}, store.Config{URL: su, Dim: cfg.Dim, MaxConns: 8})
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func RunReflect(ctx context.Context, cfg ReflectConfig, stdout, stderr io.Writer
 		return err
 	}
 	rcfg := reflect.Config{}.WithDefaults()
-	rf, err := reflect.New(reflect.Deps{Recaller: rc, Store: st, Log: log, Registerer: prometheus.NewRegistry()}, rcfg)
+	rf, err := reflect.New(reflect.Deps{Recaller: rc, Store: st, Logger: log, Registerer: prometheus.NewRegistry()}, rcfg)
 	if err != nil {
 		return err
 	}

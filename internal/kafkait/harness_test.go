@@ -69,7 +69,7 @@ func newHarness(t *testing.T, partitions int32) *harness {
 	dbURL, _ := pgtest.Schema(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{URL: dbURL, MaxConns: 8, Dim: dim}, log)
+	st, err := store.Open(ctx, store.Deps{Logger: log}, store.Config{URL: dbURL, MaxConns: 8, Dim: dim})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func (h *harness) start(group string) *running {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	gate, err := defense.NewGate(defense.GateConfig{FingerprintSalt: []byte("kafkait-fingerprint-salt")}, prometheus.NewRegistry(), h.log)
+	gate, err := defense.NewGate(defense.GateDeps{Registerer: prometheus.NewRegistry(), Logger: h.log}, defense.GateConfig{FingerprintSalt: []byte("kafkait-fingerprint-salt")})
 	if err != nil {
 		h.t.Fatal(err)
 	}
