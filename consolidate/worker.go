@@ -560,7 +560,7 @@ func (w *Worker) schedule(ctx context.Context) {
 func (w *Worker) similarityScale(ctx context.Context) (simscale.Scale, error) {
 	w.scaleMu.Lock()
 	defer w.scaleMu.Unlock()
-	if w.scale != (simscale.Scale{}) {
+	if !w.scale.IsZero() {
 		return w.scale, nil
 	}
 	s, err := simscale.Measure(ctx, w.emb, "consolidation worker")

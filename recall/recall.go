@@ -109,10 +109,14 @@ const (
 	HeuristicDedupe = "dedupe"
 	// HeuristicRecency multiplies by the recency factor.
 	HeuristicRecency = "recency"
+	// HeuristicQueryForm takes the interrogative form out of the query
+	// vector (simscale.Scale.Declarative), so that a question is matched
+	// with the statements that answer it rather than with other questions.
+	HeuristicQueryForm = "query_form"
 )
 
 // Heuristics lists every switchable heuristic, in ablation order.
-var Heuristics = []string{HeuristicDedupe, HeuristicRecency}
+var Heuristics = []string{HeuristicDedupe, HeuristicRecency, HeuristicQueryForm}
 
 // Scores explains a result's rank.
 type Scores struct {
@@ -497,8 +501,10 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 			q.embedErr = fmt.Errorf("embed query: %w", err)
 		case len(vs) != 1 || len(vs[0]) == 0:
 			q.embedErr = fmt.Errorf("embed query: got %d vectors", len(vs))
-		default:
+		case q.off[HeuristicQueryForm]:
 			q.vec = vs[0]
+		default:
+			q.vec = r.cfg.Scale.Declarative(vs[0])
 		}
 	}()
 

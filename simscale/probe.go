@@ -1,8 +1,9 @@
 package simscale
 
-// probeVersion changes whenever the probe set does, so that a scale
-// measured on an older set is measured again.
-const probeVersion = 1
+// probeVersion changes whenever the probe set or what is measured on it
+// does, so that a scale measured by an older version is measured again
+// (2: the query-form direction).
+const probeVersion = 2
 
 // probeSpeaker labels the first-person probe statements the way the
 // extractor labels a speaker's facts ("Sam: I …"), so the probe sees the

@@ -45,12 +45,27 @@ type Scale struct {
 	// it.
 	QueryUnrelated float64 `json:"query_unrelated"`
 	QueryAnswer    float64 `json:"query_answer"`
+	// QueryForm is the unit direction that separates a question from the
+	// statements that answer it, whatever the topic: the mean, over the
+	// probe topics, of a question's vector minus the mean vector of its
+	// answers (written without a speaker label). Sentence-similarity
+	// models put a question nearer to other questions than to its answer
+	// ("Where do I live now?" is closer to "Any tips for a follow-up
+	// email?" than to "We live in Mission Bay"); Declarative takes this
+	// direction out of a query vector. Empty for a scale measured without
+	// it. The query anchors above are measured on declarative queries.
+	QueryForm []float32 `json:"query_form,omitempty"`
 }
 
 // Identity is the scale whose levels are cosines (unrelated 0, related 1):
 // the reference the level constants of memstream were written in, and the
 // fallback of code that has no measured scale.
 var Identity = Scale{Key: "identity", Unrelated: 0, Related: 1, QueryUnrelated: 0, QueryAnswer: 1}
+
+// IsZero reports the zero Scale (none measured or given).
+func (s Scale) IsZero() bool {
+	return s.Key == "" && s.Related == 0 && s.Unrelated == 0 && len(s.QueryForm) == 0
+}
 
 // Level places a document-document cosine on the scale.
 func (s Scale) Level(cos float64) float64 { return (cos - s.Unrelated) / s.span() }
@@ -101,6 +116,27 @@ func (s Scale) querySpan() float64 {
 
 func clamp01(x float64) float64 { return min(max(x, 0), 1) }
 
+// Declarative returns q without its component along QueryForm (the
+// projection of Bolukbasi et al.'s hard debiasing, here removing the
+// interrogative form instead of a bias): what is left ranks statements by
+// what they say rather than questions by their form. q is returned
+// unchanged when the scale has no direction or its dimension differs. q
+// itself is not modified.
+func (s Scale) Declarative(q []float32) []float32 {
+	if len(s.QueryForm) == 0 || len(s.QueryForm) != len(q) {
+		return q
+	}
+	var dot float64
+	for i, u := range s.QueryForm {
+		dot += float64(q[i]) * float64(u)
+	}
+	out := make([]float32, len(q))
+	for i, u := range s.QueryForm {
+		out[i] = q[i] - float32(dot*float64(u))
+	}
+	return out
+}
+
 // Embedder is what Measure needs (embed.Embedder has both methods).
 type Embedder interface {
 	EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error)
@@ -112,17 +148,18 @@ type Embedder interface {
 // from unrelated statements at all (related not above unrelated): no
 // threshold could be derived from it.
 func Measure(ctx context.Context, emb Embedder, key string) (Scale, error) {
-	var docs []string
+	var docs, plain []string
 	var groupOf []int
 	var questions []string
 	for gi, g := range probeGroups {
 		for j := range g.statements {
 			docs = append(docs, probeStatement(g, j))
+			plain = append(plain, g.statements[j])
 			groupOf = append(groupOf, gi)
 		}
 		questions = append(questions, g.question)
 	}
-	dv, err := emb.EmbedDocuments(ctx, docs)
+	dv, err := emb.EmbedDocuments(ctx, append(slices.Clip(docs), plain...))
 	if err != nil {
 		return Scale{}, fmt.Errorf("simscale: embed the probe statements for %s: %w", key, err)
 	}
@@ -130,8 +167,14 @@ func Measure(ctx context.Context, emb Embedder, key string) (Scale, error) {
 	if err != nil {
 		return Scale{}, fmt.Errorf("simscale: embed the probe questions for %s: %w", key, err)
 	}
-	if len(dv) != len(docs) || len(qv) != len(questions) {
-		return Scale{}, fmt.Errorf("simscale: %s returned %d and %d vectors for %d statements and %d questions", key, len(dv), len(qv), len(docs), len(questions))
+	if len(dv) != 2*len(docs) || len(qv) != len(questions) {
+		return Scale{}, fmt.Errorf("simscale: %s returned %d and %d vectors for %d statements and %d questions", key, len(dv), len(qv), 2*len(docs), len(questions))
+	}
+	pv := dv[len(docs):]
+	dv = dv[:len(docs)]
+	s := Scale{Key: key, Version: probeVersion, QueryForm: queryForm(qv, pv, groupOf)}
+	for i := range qv {
+		qv[i] = s.Declarative(qv[i])
 	}
 	var related, unrelated, answer, qUnrelated []float64
 	for i := range docs {
@@ -152,13 +195,72 @@ func Measure(ctx context.Context, emb Embedder, key string) (Scale, error) {
 			}
 		}
 	}
-	s := Scale{Key: key, Version: probeVersion, Unrelated: median(unrelated), Related: median(related),
-		QueryUnrelated: median(qUnrelated), QueryAnswer: median(answer)}
+	s.Unrelated, s.Related = median(unrelated), median(related)
+	s.QueryUnrelated, s.QueryAnswer = median(qUnrelated), median(answer)
 	if s.Related <= s.Unrelated || s.QueryAnswer <= s.QueryUnrelated {
 		return s, fmt.Errorf("simscale: %s does not separate restatements from unrelated statements (median cosines %.3f vs %.3f, answers %.3f vs %.3f)",
 			key, s.Related, s.Unrelated, s.QueryAnswer, s.QueryUnrelated)
 	}
 	return s, nil
+}
+
+// queryForm is the unit mean of (question − mean of its group's plain
+// statements) over the probe groups, or nil when it vanishes. Differences
+// within a group cancel the topic, so what the mean keeps is the form.
+// Vectors are normalised first: an embedder need not return unit vectors.
+func queryForm(qv, pv [][]float32, groupOf []int) []float32 {
+	if len(qv) == 0 || len(pv) == 0 {
+		return nil
+	}
+	dim := len(qv[0])
+	sum := make([]float64, dim)
+	for gi, q := range qv {
+		if len(q) != dim {
+			return nil
+		}
+		mean := make([]float64, dim)
+		n := 0
+		for i, p := range pv {
+			if groupOf[i] != gi || len(p) != dim {
+				continue
+			}
+			np := vnorm(p)
+			for k := range p {
+				mean[k] += float64(p[k]) / np
+			}
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		nq := vnorm(q)
+		for k := range q {
+			sum[k] += float64(q[k])/nq - mean[k]/float64(n)
+		}
+	}
+	var ss float64
+	for _, x := range sum {
+		ss += x * x
+	}
+	if ss < 1e-12 {
+		return nil
+	}
+	out := make([]float32, dim)
+	for k, x := range sum {
+		out[k] = float32(x / math.Sqrt(ss))
+	}
+	return out
+}
+
+func vnorm(v []float32) float64 {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 {
+		return 1
+	}
+	return math.Sqrt(s)
 }
 
 // Meta is where scales are kept (store.Store).
