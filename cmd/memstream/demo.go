@@ -115,6 +115,7 @@ Or try, in another terminal:
   curl -s -XPOST http://%[1]s/v1/default/banks/alice/reflect -H 'Content-Type: application/json' -d '{"query":"Where does Alice live now?"}'
   ./bin/memstream recall --bank alice --api http://%[1]s "cat"
   ./bin/memstream reflect --bank alice --api http://%[1]s "How should I write emails to Alice?"
+  claude mcp add --transport http memstream http://%[1]s/mcp/alice/    # the same memory as an MCP server
 Press Ctrl-C to stop.
 `, addr)
 	return <-done

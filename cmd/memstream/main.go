@@ -159,7 +159,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		go func() {
 			select {
 			case addr := <-a.apiAddr:
-				log.Info("http api listening", "addr", addr, "console", "http://"+addr+"/console/")
+				log.Info("http api listening", "addr", addr, "console", "http://"+addr+"/console/", "mcp", "http://"+addr+"/mcp")
 				a.apiAddr <- addr
 			case <-ctx.Done():
 			}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"io"
 	"net/http"
 	"slices"
@@ -21,6 +23,7 @@ import (
 const (
 	mcpAliceKey = "mcp-alice-key-0001"
 	mcpBobKey   = "mcp-bob-key-0002"
+	mcpAdminKey = "mcp-admin-key-0003"
 	aliceBank   = "mcp-alice"
 	bobBank     = "mcp-bob"
 )
@@ -54,6 +57,7 @@ func startMemstream(t *testing.T) string {
 	cfg.Auth = config.Auth{Keys: []config.Key{
 		{Name: "alice", Key: mcpAliceKey, Banks: []string{aliceBank}, Scopes: []string{"write"}},
 		{Name: "bob", Key: mcpBobKey, Banks: []string{bobBank}, Scopes: []string{"write"}},
+		{Name: "admin", Key: mcpAdminKey, Banks: []string{"*"}, Scopes: []string{"admin"}},
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	var logs bytes.Buffer
@@ -273,6 +277,163 @@ func TestMCPOverHTTP(t *testing.T) {
 
 	// memstream mcp: the stdio command, against the same server.
 	t.Run("stdio", func(t *testing.T) { testMCPStdio(t, base) })
+	t.Run("every tool", func(t *testing.T) { testEveryTool(t, base) })
+}
+
+// testEveryTool calls each of the 39 tools once, in multi-bank mode with
+// an admin key on a bank of its own, so that a tool whose route or
+// arguments the API does not take fails here.
+func testEveryTool(t *testing.T, base string) {
+	cs := connectMCP(t, base+"/mcp", mcpAdminKey)
+	const bank = "mcp-tools"
+	called := map[string]bool{}
+	call := func(name string, args map[string]any) map[string]any {
+		t.Helper()
+		if args == nil {
+			args = map[string]any{}
+		}
+		if name != "list_banks" {
+			args["bank_id"] = bank
+		}
+		called[name] = true
+		out, isErr := callTool(t, cs, name, args)
+		if isErr {
+			t.Fatalf("%s %v: %v", name, args, out)
+		}
+		return out
+	}
+	str := func(m map[string]any, key string) string {
+		t.Helper()
+		s, ok := m[key].(string)
+		if !ok || s == "" {
+			t.Fatalf("no %s in %v", key, m)
+		}
+		return s
+	}
+
+	if out := call("create_bank", map[string]any{"name": "Tools", "mission": "Tell tools apart."}); out["name"] != "Tools" {
+		t.Errorf("create_bank: %v", out)
+	}
+	if out := call("update_bank", map[string]any{"name": "Tools 2", "config_updates": map[string]any{"disposition_skepticism": 4}}); out["name"] != "Tools 2" {
+		t.Errorf("update_bank: %v", out)
+	}
+	if out := call("get_bank", nil); out["bank_id"] != bank {
+		t.Errorf("get_bank: %v", out)
+	}
+	call("get_bank_stats", nil)
+	if out := call("list_banks", map[string]any{"query": "mcp-tools"}); !strings.Contains(mustJSON(t, out), bank) {
+		t.Errorf("list_banks: %v", out)
+	}
+
+	ids := call("sync_retain", map[string]any{"content": "Carol plays the cello in Porto every Sunday.", "document_id": "doc-1", "tags": []string{"music"}})["memory_ids"].([]any)
+	if len(ids) == 0 {
+		t.Fatal("sync_retain stored nothing")
+	}
+	mem := ids[0].(string)
+	op := str(call("retain", map[string]any{"content": "Dave plays chess.", "document_id": "doc-2", "update_mode": "append"}), "operation_id")
+	// Poll the async retain as an agent would, until its item is stored,
+	// so that nothing below races its ingest.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		out := call("get_operation", map[string]any{"operation_id": op})
+		if out["operation_type"] != "retain" {
+			t.Fatalf("get_operation: %v", out)
+		}
+		if items, _ := out["items"].([]any); len(items) == 1 && items[0].(map[string]any)["status"] == "persisted" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the async retain was not persisted within a minute: %v", out)
+		}
+	}
+	call("list_operations", map[string]any{"type": "retain"})
+	called["cancel_operation"] = true
+	if out, isErr := callTool(t, cs, "cancel_operation", map[string]any{"operation_id": op, "bank_id": bank}); isErr && out["status"] != float64(http.StatusConflict) {
+		t.Errorf("cancel_operation: %v (a finished retain may refuse with 409, nothing else)", out)
+	}
+
+	if out := call("list_memories", map[string]any{"tags": []string{"music"}}); out["total"].(float64) < 1 {
+		t.Errorf("list_memories: %v", out)
+	}
+	if out := call("get_memory", map[string]any{"memory_id": mem}); out["id"] != mem {
+		t.Errorf("get_memory: %v", out)
+	}
+	if out := call("update_memory", map[string]any{"memory_id": mem, "context": "music"}); out["context"] != "music" {
+		t.Errorf("update_memory: %v", out)
+	}
+	if out := call("invalidate_memory", map[string]any{"memory_id": mem, "reason": "checking"}); out["state"] != "invalidated" {
+		t.Errorf("invalidate_memory: %v", out)
+	}
+	if out := call("invalidate_memory", map[string]any{"memory_id": mem, "restore": true}); out["state"] != "valid" {
+		t.Errorf("invalidate_memory restore: %v", out)
+	}
+	if out := call("list_tags", nil); !strings.Contains(mustJSON(t, out), "music") {
+		t.Errorf("list_tags: %v", out)
+	}
+	if out := call("list_documents", map[string]any{"q": "doc-1"}); !strings.Contains(mustJSON(t, out), "doc-1") {
+		t.Errorf("list_documents: %v", out)
+	}
+	if out := call("get_document", map[string]any{"document_id": "doc-1"}); out["id"] != "doc-1" {
+		t.Errorf("get_document: %v", out)
+	}
+
+	dir := str(call("create_directive", map[string]any{"name": "Brief", "content": "Answer in one sentence."}), "id")
+	if out := call("list_directives", nil); out["total"] != float64(1) {
+		t.Errorf("list_directives: %v", out)
+	}
+	call("delete_directive", map[string]any{"directive_id": dir})
+
+	mm := str(call("create_mental_model", map[string]any{"name": "Music", "source_query": "Who plays what?", "tags_match": "any"}), "mental_model_id")
+	if out := call("get_mental_model", map[string]any{"mental_model_id": mm, "detail": "metadata"}); out["name"] != "Music" || out["content"] != nil {
+		t.Errorf("get_mental_model metadata: %v", out)
+	}
+	if out := call("list_mental_models", nil); out["total"] != float64(1) || strings.Contains(mustJSON(t, out), `"content"`) {
+		t.Errorf("list_mental_models: %v", out)
+	}
+	if out := call("update_mental_model", map[string]any{"mental_model_id": mm, "name": "Instruments"}); out["name"] != "Instruments" {
+		t.Errorf("update_mental_model: %v", out)
+	}
+	str(call("refresh_mental_model", map[string]any{"mental_model_id": mm}), "operation_id")
+	call("clear_mental_model", map[string]any{"mental_model_id": mm})
+	call("delete_mental_model", map[string]any{"mental_model_id": mm})
+
+	folder := str(call("create_knowledge_folder", map[string]any{"name": "People"}), "id")
+	page := str(call("create_knowledge_page", map[string]any{"name": "Carol", "source_query": "What does Carol do?", "parent_id": folder}), "page_id")
+	if out := call("get_knowledge_base_tree", nil); !strings.Contains(mustJSON(t, out), page) {
+		t.Errorf("get_knowledge_base_tree: %v", out)
+	}
+	call("search_knowledge_base", map[string]any{"query": "Carol"})
+	if out := call("get_knowledge_page", map[string]any{"page_id": page}); out["id"] != page {
+		t.Errorf("get_knowledge_page: %v", out)
+	}
+	call("update_knowledge_node", map[string]any{"node_id": page, "parent_id": "root"})
+	call("delete_knowledge_node", map[string]any{"node_id": page})
+	call("delete_knowledge_node", map[string]any{"node_id": folder})
+
+	if out := call("recall", map[string]any{"query": "Who plays the cello?", "include_chunks": true}); !strings.Contains(mustJSON(t, out), "cello") {
+		t.Errorf("recall: %v", out)
+	}
+	call("reflect", map[string]any{"query": "Who plays the cello?", "include_trace": true})
+	if out := call("clear_memories", map[string]any{"type": "observation"}); out["status"] != "cleared" {
+		t.Errorf("clear_memories: %v", out)
+	}
+	if out := call("delete_document", map[string]any{"document_id": "doc-1"}); out["status"] != "deleted" {
+		t.Errorf("delete_document: %v", out)
+	}
+	if out := call("delete_bank", nil); out["status"] != "deleted" {
+		t.Errorf("delete_bank: %v", out)
+	}
+	var missed []string
+	for tool, err := range cs.Tools(t.Context(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !called[tool.Name] {
+			missed = append(missed, tool.Name)
+		}
+	}
+	if len(missed) > 0 {
+		t.Errorf("tools never called: %v", missed)
+	}
 }
 
 // testMCPStdio runs `memstream mcp --bank` on pipes and drives it with the
@@ -340,5 +501,54 @@ func getJSON(t *testing.T, url, key string, out any) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMCPCommand: memstream mcp explains itself, refuses what it cannot
+// use, and when the API is down says so in each tool's answer instead of
+// failing the session.
+func TestMCPCommand(t *testing.T) {
+	var stderr bytes.Buffer
+	if err := cmdMCP(t.Context(), []string{"--help"}, strings.NewReader(""), io.Discard, &stderr); !errors.Is(err, flag.ErrHelp) ||
+		!strings.Contains(stderr.String(), "single-bank") || !strings.Contains(stderr.String(), "MEMSTREAM_API_KEY") {
+		t.Errorf("--help: %v\n%s", err, stderr.String())
+	}
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"extra"}, "no arguments"},
+		{[]string{"--api", "ftp://x"}, "not an http(s) URL"},
+		{[]string{"--api", "http://127.0.0.1:1", "--bank", "no spaces"}, "bank"},
+	} {
+		err := cmdMCP(t.Context(), tc.args, strings.NewReader(""), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%v: %v, want an error containing %q", tc.args, err, tc.wantErr)
+		}
+	}
+
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	stderr.Reset()
+	done := make(chan error, 1)
+	go func() {
+		done <- cmdMCP(t.Context(), []string{"--api", "http://127.0.0.1:1", "--bank", "alice"}, inR, outW, &syncWriter{w: &stderr})
+		outW.Close()
+	}()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, isErr := callTool(t, cs, "recall", map[string]any{"query": "anything"})
+	if !isErr || out["status"] != float64(http.StatusServiceUnavailable) || !strings.Contains(out["error"].(string), "is memstream serve running") {
+		t.Errorf("recall with the API down: error=%v %v", isErr, out)
+	}
+	_ = cs.Close()
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Errorf("memstream mcp: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "does not answer") {
+		t.Errorf("no warning that the API is down on stderr:\n%s", stderr.String())
 	}
 }
