@@ -3,11 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -278,6 +284,101 @@ func TestMCPOverHTTP(t *testing.T) {
 	// memstream mcp: the stdio command, against the same server.
 	t.Run("stdio", func(t *testing.T) { testMCPStdio(t, base) })
 	t.Run("every tool", func(t *testing.T) { testEveryTool(t, base) })
+	t.Run("typescript sdk", func(t *testing.T) { testMCPTypeScriptClient(t, base) })
+}
+
+// testMCPTypeScriptClient runs tests/mcp-ts/client.mjs: the official
+// TypeScript SDK's client (@modelcontextprotocol/sdk, pinned by its lock
+// file), which Claude Code, Claude Desktop and Cursor build on, does
+// sync_retain → recall → reflect on its key's bank and is refused on the
+// other.
+func testMCPTypeScriptClient(t *testing.T, base string) {
+	dir := tsClient(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "client.mjs"))
+	cmd.Env = append(os.Environ(), "MCP_BASE="+base, "MCP_BANK="+aliceBank, "MCP_OTHER="+bobBank, "MCP_KEY="+mcpAliceKey)
+	out, err := cmd.CombinedOutput()
+	t.Logf("typescript client:\n%s", out)
+	if err != nil {
+		t.Fatalf("the TypeScript SDK client failed: %v", err)
+	}
+}
+
+// tsClient installs tests/mcp-ts (npm ci from its lock file) into the
+// user cache directory, once per lock file, and puts the current
+// client.mjs beside it; it returns that directory.
+func tsClient(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("npm"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("npm is missing; make test installs Node.js for the console's build")
+		}
+		t.Skip("npm is not installed")
+	}
+	src := filepath.Join("..", "..", "tests", "mcp-ts")
+	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(lock)
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "memstream", "mcp-ts-"+hex.EncodeToString(sum[:6]))
+	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
+		// Install beside the final place and rename, so that an
+		// interrupted install never looks complete.
+		tmp := fmt.Sprintf("%s.tmp-%d", dir, os.Getpid())
+		_ = os.RemoveAll(tmp)
+		if err := os.MkdirAll(tmp, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"package.json", "package-lock.json", ".npmrc"} {
+			copyFile(t, filepath.Join(src, f), filepath.Join(tmp, f))
+		}
+		c := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+		c.Dir = tmp
+		if b, err := c.CombinedOutput(); err != nil {
+			_ = os.RemoveAll(tmp)
+			t.Fatalf("npm ci in %s: %v\n%s", tmp, err, b)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, ".complete"), lock, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, dir); err != nil {
+			_ = os.RemoveAll(tmp)
+			if _, statErr := os.Stat(filepath.Join(dir, ".complete")); statErr != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The script changes without the lock file: write it on every run,
+	// atomically, under a name of its own.
+	script, err := os.ReadFile(filepath.Join(src, "client.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, fmt.Sprintf(".client-%d.mjs", os.Getpid()))
+	if err := os.WriteFile(tmp, script, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "client.mjs")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // testEveryTool calls each of the 39 tools once, in multi-bank mode with
