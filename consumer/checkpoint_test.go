@@ -5,11 +5,51 @@ import (
 	"testing"
 )
 
+func mustAdd(t *testing.T, p *partitionTrack, off int64, epoch int32, size int) int {
+	t.Helper()
+	ticket, ok := p.add(off, epoch, size)
+	if !ok {
+		t.Fatalf("add(%d) refused", off)
+	}
+	return ticket
+}
+
+// A closed track takes no more records and hands none over, and an offset
+// at or below one it holds is refused, so the mark can never regress.
+func TestTrackRefusesStaleAndClosed(t *testing.T) {
+	p := newPartitionTrack()
+	a := mustAdd(t, p, 5, 0, 1)
+	if _, ok := p.add(5, 0, 1); ok {
+		t.Fatal("offset 5 added twice")
+	}
+	if _, ok := p.add(3, 0, 1); ok {
+		t.Fatal("offset 3 added after 5")
+	}
+	if !p.hand(a) || p.inSink() != 1 {
+		t.Fatal("hand of an open track failed")
+	}
+	b := mustAdd(t, p, 6, 0, 1)
+	p.close()
+	if p.hand(b) {
+		t.Fatal("a closed track handed a record over")
+	}
+	if _, ok := p.add(7, 0, 1); ok {
+		t.Fatal("a closed track took a record")
+	}
+	p.done(a)
+	if p.inSink() != 0 {
+		t.Fatalf("inSink = %d after the ack", p.inSink())
+	}
+	if off, _, ok := p.commitMark(); !ok || off != 6 {
+		t.Fatalf("mark = %d/%v, want 6: the unhanded offset 6 stays uncommitted", off, ok)
+	}
+}
+
 func TestWatermarkAdvancesOnlyOverContiguousPrefix(t *testing.T) {
 	p := newPartitionTrack()
 	var tickets []int
 	for off := int64(10); off < 15; off++ {
-		tickets = append(tickets, p.add(off, 3, 100))
+		tickets = append(tickets, mustAdd(t, p, off, 3, 100))
 	}
 	if _, _, ok := p.commitMark(); ok {
 		t.Fatal("mark before any ack")
@@ -46,8 +86,8 @@ func TestWatermarkAdvancesOnlyOverContiguousPrefix(t *testing.T) {
 
 func TestRevokedTrackIgnoresAcks(t *testing.T) {
 	p := newPartitionTrack()
-	a := p.add(0, 0, 10)
-	b := p.add(1, 0, 10)
+	a := mustAdd(t, p, 0, 0, 10)
+	b := mustAdd(t, p, 1, 0, 10)
 	recs, bytes := p.revoke()
 	if recs != 2 || bytes != 20 {
 		t.Fatalf("revoke released %d/%d", recs, bytes)
@@ -70,7 +110,7 @@ func TestWatermarkRandomOrder(t *testing.T) {
 		n := 3000 + rng.IntN(2000)
 		tickets := make([]int, n)
 		for i := range tickets {
-			tickets[i] = p.add(int64(i), 1, 1)
+			tickets[i] = mustAdd(t, p, int64(i), 1, 1)
 		}
 		order := rng.Perm(n)
 		maxMark := int64(-1)

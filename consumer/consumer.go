@@ -96,7 +96,39 @@ type Consumer struct {
 
 	inflightRecords atomic.Int64
 	inflightBytes   atomic.Int64
-	drained         chan struct{} // signalled when the window shrinks
+	inSink          atomic.Int64 // records handed to the sink and not yet acknowledged
+	progress        broadcast    // fires whenever a record is acknowledged or released
+	stopping        atomic.Bool  // the final revoke of a shutdown does not wait again
+
+	stopOnce sync.Once
+	stopReq  chan struct{}   // closed by Stop
+	stopCtx  context.Context // Stop's context, read after stopReq is closed
+	finished chan struct{}   // closed when Run returns
+}
+
+// broadcast wakes every waiter at once; a waiter takes the channel, checks
+// its condition, then waits on the channel.
+type broadcast struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (b *broadcast) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch == nil {
+		b.ch = make(chan struct{})
+	}
+	return b.ch
+}
+
+func (b *broadcast) fire() {
+	b.mu.Lock()
+	if b.ch != nil {
+		close(b.ch)
+		b.ch = nil
+	}
+	b.mu.Unlock()
 }
 
 type metrics struct {
@@ -146,8 +178,13 @@ func New(cfg Config, sink Sink, reg prometheus.Registerer, log *slog.Logger, ext
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Consumer{cfg: cfg, sink: sink, log: log, m: newMetrics(reg), tracks: map[tp]*partitionTrack{}, drained: make(chan struct{}, 1)}
+	c := &Consumer{cfg: cfg, sink: sink, log: log, m: newMetrics(reg), tracks: map[tp]*partitionTrack{},
+		stopReq: make(chan struct{}), finished: make(chan struct{})}
 	opts := []kgo.Opt{
+		// Rebalances wait while a poll's records are registered in their
+		// partitions' tracks (see poll), so no record of a revoked
+		// assignment ever enters the track of the next one.
+		kgo.BlockRebalanceOnPoll(),
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ClientID(cfg.ClientID),
 		kgo.ConsumerGroup(cfg.Group),
@@ -182,39 +219,68 @@ func (c *Consumer) onAssigned(_ context.Context, _ *kgo.Client, assigned map[str
 	c.log.Info("partitions assigned", slog.Any("partitions", assigned))
 }
 
-// onRevoked waits (bounded) for the revoked partitions' in-flight records,
-// commits their marks, and forgets them. Whatever is still in flight after
-// the wait is redelivered to the next owner, and idempotent persistence
-// makes that harmless.
+// onRevoked stops handing over the revoked partitions' records, waits
+// (up to RevokeTimeout, or until ctx ends) for those already in the
+// pipeline, commits their marks, and forgets them. Whatever is still in
+// flight after the wait is redelivered to the next owner, and idempotent
+// persistence makes that harmless. During shutdown the drain has already
+// waited, so the final revoke only commits.
 func (c *Consumer) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
 	c.m.rebalances.WithLabelValues("revoked").Inc()
-	deadline := time.Now().Add(c.cfg.RevokeTimeout)
-	for time.Now().Before(deadline) && c.inflightOf(revoked) > 0 {
-		time.Sleep(20 * time.Millisecond)
+	trs := c.tracksOf(revoked)
+	for _, tr := range trs {
+		tr.close()
+	}
+	if !c.stopping.Load() {
+		wctx, cancel := context.WithTimeout(ctx, c.cfg.RevokeTimeout)
+		c.waitUntil(wctx, func() bool {
+			n := 0
+			for _, tr := range trs {
+				n += tr.inSink()
+			}
+			return n == 0
+		})
+		cancel()
 	}
 	c.commit(ctx, "revoke", revoked)
 	c.forget(revoked)
 	c.log.Info("partitions revoked", slog.Any("partitions", revoked))
 }
 
+// waitUntil blocks until cond holds or ctx ends, waking on every
+// acknowledgement instead of polling.
+func (c *Consumer) waitUntil(ctx context.Context, cond func() bool) bool {
+	for {
+		ch := c.progress.wait()
+		if cond() {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return cond()
+		}
+	}
+}
+
+func (c *Consumer) tracksOf(parts map[string][]int32) []*partitionTrack {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*partitionTrack
+	for t, ps := range parts {
+		for _, p := range ps {
+			if tr := c.tracks[tp{t, p}]; tr != nil {
+				out = append(out, tr)
+			}
+		}
+	}
+	return out
+}
+
 func (c *Consumer) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 	c.m.rebalances.WithLabelValues("lost").Inc()
 	c.forget(lost)
 	c.log.Warn("partitions lost", slog.Any("partitions", lost))
-}
-
-func (c *Consumer) inflightOf(parts map[string][]int32) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for t, ps := range parts {
-		for _, p := range ps {
-			if tr := c.tracks[tp{t, p}]; tr != nil {
-				n += tr.inflight()
-			}
-		}
-	}
-	return n
 }
 
 func (c *Consumer) forget(parts map[string][]int32) {
@@ -233,17 +299,13 @@ func (c *Consumer) forget(parts map[string][]int32) {
 }
 
 func (c *Consumer) release(records, bytes int) {
-	if records == 0 && bytes == 0 {
-		return
+	if records != 0 || bytes != 0 {
+		c.inflightRecords.Add(-int64(records))
+		c.inflightBytes.Add(-int64(bytes))
+		c.m.inflight.Set(float64(c.inflightRecords.Load()))
+		c.m.inflightB.Set(float64(c.inflightBytes.Load()))
 	}
-	c.inflightRecords.Add(-int64(records))
-	c.inflightBytes.Add(-int64(bytes))
-	c.m.inflight.Set(float64(c.inflightRecords.Load()))
-	c.m.inflightB.Set(float64(c.inflightBytes.Load()))
-	select {
-	case c.drained <- struct{}{}:
-	default:
-	}
+	c.progress.fire()
 }
 
 // commit commits the marks of the given partitions (all when nil).
@@ -304,10 +366,12 @@ func contains(ps []int32, p int32) bool {
 	return false
 }
 
-// Run polls and feeds the sink until ctx is cancelled, committing marks on
-// a period. On cancellation it stops fetching, waits up to ShutdownTimeout
-// for in-flight records, commits, leaves the group and closes the client.
+// Run polls and feeds the sink until ctx ends or Stop is called, committing
+// marks on a period. Then it stops fetching, waits for the records in the
+// pipeline until the shutdown deadline (Stop's context, or ShutdownTimeout
+// after ctx ended), commits, leaves the group and closes the client.
 func (c *Consumer) Run(ctx context.Context) error {
+	defer close(c.finished)
 	var wg sync.WaitGroup
 	commitCtx, stopCommits := context.WithCancel(context.WithoutCancel(ctx))
 	wg.Add(1)
@@ -331,35 +395,109 @@ func (c *Consumer) Run(ctx context.Context) error {
 			c.lagLoop(commitCtx)
 		}()
 	}
-	err := c.poll(ctx)
-	c.drain()
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-c.stopReq:
+			stopPoll()
+		case <-pollCtx.Done():
+		}
+	}()
+	err := c.poll(pollCtx)
+	stopPoll()
+
+	// One deadline for the whole shutdown: most of it for the records in
+	// flight, the rest for the final commit and the leave.
+	sctx, cancel := c.shutdownContext(ctx)
+	defer cancel()
+	c.closeTracks()
+	dctx, cancelDrain := context.WithDeadline(sctx, drainDeadline(sctx))
+	c.drain(dctx)
+	cancelDrain()
 	stopCommits()
 	wg.Wait()
-	c.commit(context.Background(), "shutdown", nil)
-	c.cl.LeaveGroup()
+	c.commit(sctx, "shutdown", nil)
+	c.stopping.Store(true)
+	if lerr := c.cl.LeaveGroupContext(sctx); lerr != nil && !errors.Is(lerr, context.DeadlineExceeded) && !errors.Is(lerr, context.Canceled) {
+		c.log.Warn("leaving the consumer group", slog.Any("error", lerr))
+	}
 	c.cl.Close()
-	c.log.Info("consumer stopped", slog.Int64("inflight_left", c.inflightRecords.Load()))
+	c.log.Info("consumer stopped", slog.Int64("inflight_left", c.inSink.Load()))
 	return err
+}
+
+// Stop ends Run: fetching stops at once, and Run drains, commits and
+// leaves within ctx's deadline. It returns when Run has returned, or
+// ctx.Err() if ctx ends first.
+func (c *Consumer) Stop(ctx context.Context) error {
+	c.stopOnce.Do(func() {
+		c.stopCtx = ctx
+		close(c.stopReq)
+	})
+	select {
+	case <-c.finished:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// shutdownContext is Stop's context when Stop was called, otherwise a
+// fresh ShutdownTimeout from now (Run's ctx has ended and cannot bound it).
+func (c *Consumer) shutdownContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	select {
+	case <-c.stopReq:
+		if _, ok := c.stopCtx.Deadline(); ok {
+			return context.WithCancel(context.WithoutCancel(c.stopCtx))
+		}
+	default:
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), c.cfg.ShutdownTimeout)
+}
+
+// drainDeadline leaves a fifth of what remains (at most 2 s) for the final
+// commit and the leave.
+func drainDeadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	reserve := min(time.Until(d)/5, 2*time.Second)
+	return d.Add(-reserve)
+}
+
+// closeTracks stops every track from handing over records: after the poll
+// loop ends, records it registered but never handed over stay below the
+// mark and are fetched again by the next owner.
+func (c *Consumer) closeTracks() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, tr := range c.tracks {
+		tr.close()
+	}
 }
 
 // Kill closes the client without draining or committing: what a crash does.
 // Tests use it to prove that redelivery after a crash loses and doubles
 // nothing.
-func (c *Consumer) Kill() { c.cl.Close() }
+func (c *Consumer) Kill() {
+	c.stopping.Store(true)
+	c.closeTracks()
+	c.cl.CloseAllowingRebalance()
+}
 
-func (c *Consumer) drain() {
-	deadline := time.NewTimer(c.cfg.ShutdownTimeout)
-	defer deadline.Stop()
-	for c.inflightRecords.Load() > 0 {
-		select {
-		case <-deadline.C:
-			c.log.Warn("shutdown deadline reached with records in flight; they will be redelivered",
-				slog.Int64("inflight", c.inflightRecords.Load()))
-			return
-		case <-c.drained:
-		case <-time.After(50 * time.Millisecond):
-		}
+// drain waits until every record handed to the sink is acknowledged, or ctx
+// ends; what is left is redelivered after the restart.
+func (c *Consumer) drain(ctx context.Context) {
+	if !c.waitUntil(ctx, func() bool { return c.inSink.Load() == 0 }) {
+		c.log.Warn("shutdown deadline reached with records in flight; they will be redelivered",
+			slog.Int64("inflight", c.inSink.Load()))
 	}
+}
+
+// polled is one record of a poll, registered in the track of the
+// assignment it was fetched under.
+type polled struct {
+	r      *kgo.Record
+	tr     *partitionTrack
+	ticket int
 }
 
 func (c *Consumer) poll(ctx context.Context) error {
@@ -369,8 +507,9 @@ func (c *Consumer) poll(ctx context.Context) error {
 		}
 		fetches := c.cl.PollRecords(ctx, 1000)
 		if fetches.IsClientClosed() || ctx.Err() != nil {
-			// Records of this poll were never handed over: they are not
-			// tracked, so their offsets are never committed.
+			// Records of this poll were never registered, so their
+			// offsets are never committed.
+			c.cl.AllowRebalance()
 			return nil
 		}
 		fetches.EachError(func(t string, p int32, err error) {
@@ -378,19 +517,57 @@ func (c *Consumer) poll(ctx context.Context) error {
 				c.log.Warn("fetch error", slog.String("topic", t), slog.Int("partition", int(p)), slog.Any("error", err))
 			}
 		})
-		var submitErr error
-		fetches.EachRecord(func(r *kgo.Record) {
-			if submitErr != nil {
-				return
+		// Rebalances are blocked from the poll until AllowRebalance, so
+		// each record is registered in the track of the assignment it was
+		// fetched under. Handing the records over may block for long on
+		// backpressure; that happens with rebalances allowed again, and a
+		// revoke in between closes the old track, so the rest of this poll
+		// is dropped rather than fed to the partition's next track.
+		batch := c.register(fetches)
+		c.cl.AllowRebalance()
+		for i, pr := range batch {
+			if err := c.hand(ctx, pr); err != nil {
+				c.abandon(batch[i:])
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
 			}
-			submitErr = c.submit(ctx, r)
-		})
-		if submitErr != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return submitErr
 		}
+	}
+}
+
+func (c *Consumer) register(fetches kgo.Fetches) []polled {
+	batch := make([]polled, 0, fetches.NumRecords())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	records, bytes := 0, 0
+	fetches.EachRecord(func(r *kgo.Record) {
+		tr := c.tracks[tp{r.Topic, r.Partition}]
+		if tr == nil {
+			return // not ours (any more): its owner fetches it
+		}
+		size := len(r.Key) + len(r.Value)
+		ticket, ok := tr.add(r.Offset, r.LeaderEpoch, size)
+		if !ok {
+			return
+		}
+		records++
+		bytes += size
+		batch = append(batch, polled{r: r, tr: tr, ticket: ticket})
+	})
+	c.inflightRecords.Add(int64(records))
+	c.inflightBytes.Add(int64(bytes))
+	c.m.inflight.Set(float64(c.inflightRecords.Load()))
+	c.m.inflightB.Set(float64(c.inflightBytes.Load()))
+	return batch
+}
+
+// abandon gives up records registered but not handed over: they stay
+// below their track's mark and are fetched again after a restart.
+func (c *Consumer) abandon(rest []polled) {
+	for _, pr := range rest {
+		pr.tr.close()
 	}
 }
 
@@ -409,40 +586,33 @@ func (c *Consumer) waitForRoom(ctx context.Context) error {
 		c.cl.ResumeFetchTopics(c.cfg.Topics...)
 		c.m.paused.Set(0)
 	}()
-	for c.inflightRecords.Load() > int64(c.cfg.MaxInflightRecords/2) || c.inflightBytes.Load() > int64(c.cfg.MaxInflightBytes/2) {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-c.drained:
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return nil
+	c.waitUntil(ctx, func() bool {
+		return c.inflightRecords.Load() <= int64(c.cfg.MaxInflightRecords/2) && c.inflightBytes.Load() <= int64(c.cfg.MaxInflightBytes/2)
+	})
+	return ctx.Err()
 }
 
-func (c *Consumer) submit(ctx context.Context, r *kgo.Record) error {
-	k := tp{r.Topic, r.Partition}
-	c.mu.Lock()
-	tr := c.tracks[k]
-	if tr == nil {
-		// A record of a partition revoked between poll and hand-over: drop
-		// it; its new owner will fetch it from the committed offset.
-		c.mu.Unlock()
-		return nil
+func (c *Consumer) hand(ctx context.Context, pr polled) error {
+	r, tr := pr.r, pr.tr
+	if !tr.hand(pr.ticket) {
+		return nil // revoked meanwhile: the partition's owner fetches it again
 	}
-	size := len(r.Key) + len(r.Value)
-	ticket := tr.add(r.Offset, r.LeaderEpoch, size)
-	c.mu.Unlock()
-	c.inflightRecords.Add(1)
-	c.inflightBytes.Add(int64(size))
-	c.m.inflight.Set(float64(c.inflightRecords.Load()))
-	c.m.inflightB.Set(float64(c.inflightBytes.Load()))
+	c.inSink.Add(1)
 	c.m.consumed.WithLabelValues(r.Topic).Inc()
 	var once sync.Once
 	ack := func() {
-		once.Do(func() { c.release(tr.done(ticket)) })
+		once.Do(func() {
+			records, bytes := tr.done(pr.ticket)
+			c.inSink.Add(-1)
+			c.release(records, bytes)
+		})
 	}
 	if err := c.sink.Submit(ctx, pipeline.Message{Record: r, Ack: ack}); err != nil {
+		once.Do(func() {
+			tr.unhand(pr.ticket)
+			c.inSink.Add(-1)
+			c.progress.fire()
+		})
 		return fmt.Errorf("submit %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 	}
 	return nil
