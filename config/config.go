@@ -169,9 +169,22 @@ type Pipeline struct {
 	// transaction; a larger event is persisted in further units of at most
 	// this many facts, never truncated.
 	MaxFactsPerEvent int `yaml:"max_facts_per_event"`
-	// MaxFactsPerChunk bounds the facts kept from one chunk's extraction;
-	// past it the rest of the chunk is chunked again, never dropped.
+	// MaxFactsPerChunk bounds the facts of one chunk persisted in one
+	// transaction; past it the chunk's further facts go to further units,
+	// never dropped.
 	MaxFactsPerChunk int `yaml:"max_facts_per_chunk"`
+	// LongEventBytes sends records at least this large to a long lane of
+	// their own, so that one long event never holds a shared lane.
+	LongEventBytes int `yaml:"long_event_bytes"`
+	// LongLanes is how many long lanes run.
+	LongLanes int `yaml:"long_lanes"`
+	// UnitChunks cuts a long event into units of this many chunks, each
+	// extracted and persisted in its own transaction.
+	UnitChunks int `yaml:"unit_chunks"`
+	// MaxEventSeconds is the stall watchdog's limit: a lane whose current
+	// step has not progressed for this many seconds is reported stuck by
+	// /health/ready and memstream_pipeline_lane_stuck.
+	MaxEventSeconds int `yaml:"max_event_seconds"`
 }
 
 // Defense holds the default defense policy for banks without their own.
@@ -257,6 +270,10 @@ func Default() Config {
 			// facts per unit keep a unit's transaction to a few seconds.
 			MaxFactsPerEvent: 2000,
 			MaxFactsPerChunk: 200,
+			LongEventBytes:   128 << 10,
+			LongLanes:        1,
+			UnitChunks:       16,
+			MaxEventSeconds:  120,
 		},
 		Defense: Defense{DefaultAction: "redact"},
 		Consolidation: Consolidation{
@@ -453,6 +470,10 @@ func (c *Config) Validate() error {
 	if c.Pipeline.MaxRetries < 0 {
 		add(fieldErr("pipeline.max_retries", "must not be negative"))
 	}
+	add(positive("pipeline.long_event_bytes", c.Pipeline.LongEventBytes))
+	add(positive("pipeline.long_lanes", c.Pipeline.LongLanes))
+	add(positive("pipeline.unit_chunks", c.Pipeline.UnitChunks))
+	add(positive("pipeline.max_event_seconds", c.Pipeline.MaxEventSeconds))
 
 	switch c.Defense.DefaultAction {
 	case "allow", "redact", "block":

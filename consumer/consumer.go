@@ -99,6 +99,7 @@ type Consumer struct {
 	inSink          atomic.Int64 // records handed to the sink and not yet acknowledged
 	progress        broadcast    // fires whenever a record is acknowledged or released
 	stopping        atomic.Bool  // the final revoke of a shutdown does not wait again
+	killed          atomic.Bool  // Kill: the final revoke commits nothing, as a crash would
 
 	stopOnce sync.Once
 	stopReq  chan struct{}   // closed by Stop
@@ -171,13 +172,27 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-// New builds the consumer and its Kafka client. extra options (kprom hooks,
-// test dialers) are appended to the client's.
-func New(cfg Config, sink Sink, reg prometheus.Registerer, log *slog.Logger, extra ...kgo.Opt) (*Consumer, error) {
+// Deps are the consumer's collaborators.
+type Deps struct {
+	// Sink receives the records (the pipeline).
+	Sink       Sink
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+	// Opts are appended to the Kafka client's options (kprom hooks, test
+	// dialers, balancers).
+	Opts []kgo.Opt
+}
+
+// New builds the consumer and its Kafka client.
+func New(deps Deps, cfg Config) (*Consumer, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if deps.Sink == nil || deps.Logger == nil {
+		return nil, errors.New("consumer: Deps.Sink and Deps.Logger are required")
+	}
+	sink, reg, log, extra := deps.Sink, deps.Registerer, deps.Logger, deps.Opts
 	c := &Consumer{cfg: cfg, sink: sink, log: log, m: newMetrics(reg), tracks: map[tp]*partitionTrack{},
 		stopReq: make(chan struct{}), finished: make(chan struct{})}
 	opts := []kgo.Opt{
@@ -226,6 +241,10 @@ func (c *Consumer) onAssigned(_ context.Context, _ *kgo.Client, assigned map[str
 // persistence makes that harmless. During shutdown the drain has already
 // waited, so the final revoke only commits.
 func (c *Consumer) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	if c.killed.Load() {
+		c.forget(revoked)
+		return
+	}
 	c.m.rebalances.WithLabelValues("revoked").Inc()
 	trs := c.tracksOf(revoked)
 	for _, tr := range trs {
@@ -416,7 +435,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 	cancelDrain()
 	stopCommits()
 	wg.Wait()
-	c.commit(sctx, "shutdown", nil)
+	if !c.killed.Load() {
+		c.commit(sctx, "shutdown", nil)
+	}
 	c.stopping.Store(true)
 	if lerr := c.cl.LeaveGroupContext(sctx); lerr != nil && !errors.Is(lerr, context.DeadlineExceeded) && !errors.Is(lerr, context.Canceled) {
 		c.log.Warn("leaving the consumer group", slog.Any("error", lerr))
@@ -478,6 +499,7 @@ func (c *Consumer) closeTracks() {
 // Tests use it to prove that redelivery after a crash loses and doubles
 // nothing.
 func (c *Consumer) Kill() {
+	c.killed.Store(true)
 	c.stopping.Store(true)
 	c.closeTracks()
 	c.cl.CloseAllowingRebalance()
@@ -486,6 +508,9 @@ func (c *Consumer) Kill() {
 // drain waits until every record handed to the sink is acknowledged, or ctx
 // ends; what is left is redelivered after the restart.
 func (c *Consumer) drain(ctx context.Context) {
+	if c.killed.Load() {
+		return
+	}
 	if !c.waitUntil(ctx, func() bool { return c.inSink.Load() == 0 }) {
 		c.log.Warn("shutdown deadline reached with records in flight; they will be redelivered",
 			slog.Int64("inflight", c.inSink.Load()))

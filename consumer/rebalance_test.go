@@ -128,9 +128,9 @@ func TestStalePollNeverFeedsTheNextAssignment(t *testing.T) {
 	sink := newGatedSink(50)
 	reg := prometheus.NewRegistry()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cons, err := New(Config{Brokers: c.ListenAddrs(), Topics: []string{"ev"}, Group: "g",
-		CommitInterval: 20 * time.Millisecond, RevokeTimeout: 200 * time.Millisecond, ShutdownTimeout: 5 * time.Second},
-		sink, reg, log, kgo.Balancers(kgo.RangeBalancer()))
+	cons, err := New(Deps{Sink: sink, Registerer: reg, Logger: log, Opts: []kgo.Opt{kgo.Balancers(kgo.RangeBalancer())}},
+		Config{Brokers: c.ListenAddrs(), Topics: []string{"ev"}, Group: "g",
+			CommitInterval: 20 * time.Millisecond, RevokeTimeout: 200 * time.Millisecond, ShutdownTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

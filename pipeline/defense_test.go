@@ -16,6 +16,7 @@ import (
 	"github.com/memstream/memstream/defense"
 	"github.com/memstream/memstream/event"
 	"github.com/memstream/memstream/internal/pgtest"
+	"github.com/memstream/memstream/pipeline"
 	"github.com/memstream/memstream/store"
 )
 
@@ -357,8 +358,10 @@ func TestDefenseBlockPolicyDeadLettersAndStoresNothing(t *testing.T) {
 		t.Errorf("fingerprints of one key in two events do not match (%d)", n)
 	}
 
-	// The DLQ holds the original record (the topic is where an operator
-	// inspects it) with the class header; the error text names labels only.
+	// The DLQ keeps the record's key, headers and shape, but its value is
+	// redacted: a blocked secret must not live on in the dead-letter
+	// topic when the database keeps only its fingerprint (issue 15 item
+	// 15). The fingerprints travel in a header and match the audit rows.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(h.brokers...), kgo.ConsumeTopics(dlq), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
@@ -370,8 +373,26 @@ func TestDefenseBlockPolicyDeadLettersAndStoresNothing(t *testing.T) {
 	for len(got) == 0 && pctx.Err() == nil {
 		got = append(got, cl.PollFetches(pctx).Records()...)
 	}
-	if len(got) != 1 || string(got[0].Value) != string(blocked) {
+	if len(got) != 1 {
 		t.Fatalf("DLQ has %d records, want the blocked event", len(got))
+	}
+	for _, s := range []plantedSecret{oa, aws} {
+		for _, f := range s.forbids {
+			if strings.Contains(string(got[0].Value), f) {
+				t.Fatalf("the dead-lettered value still holds the raw %s", s.label)
+			}
+		}
+	}
+	var dead event.Event
+	if err := json.Unmarshal(got[0].Value, &dead); err != nil {
+		t.Fatalf("redacted dead letter is not an event: %v", err)
+	}
+	if dead.BankID != "locked" || dead.EventID != "locked-1" || len(dead.Messages) != 2 ||
+		!strings.Contains(dead.Messages[0].Content, "Zephyrine ordered") || !strings.Contains(dead.Messages[0].Content, "[REDACTED:openai_project_key]") {
+		t.Errorf("redacted dead letter lost the event around the secrets: %+v", dead)
+	}
+	if string(got[0].Key) != "k0" {
+		t.Errorf("dead letter key %q, want the record's k0", got[0].Key)
 	}
 	hdr := map[string]string{}
 	for _, hd := range got[0].Headers {
@@ -379,6 +400,22 @@ func TestDefenseBlockPolicyDeadLettersAndStoresNothing(t *testing.T) {
 	}
 	if hdr[broker.HeaderErrorClass] != event.ClassBlockedByPolicy || hdr[broker.HeaderErrorStage] != "defense" {
 		t.Errorf("DLQ headers class %q stage %q", hdr[broker.HeaderErrorClass], hdr[broker.HeaderErrorStage])
+	}
+	if hdr[pipeline.HeaderRedacted] != "true" {
+		t.Errorf("dead letter not marked redacted: %v", hdr)
+	}
+	var findings []struct{ Label, Action, Fingerprint string }
+	if err := json.Unmarshal([]byte(hdr[pipeline.HeaderFindings]), &findings); err != nil {
+		t.Fatalf("findings header %q: %v", hdr[pipeline.HeaderFindings], err)
+	}
+	fps := map[string]string{}
+	for _, f := range findings {
+		fps[f.Label] = f.Fingerprint
+	}
+	for _, a := range audit {
+		if fps[a.Label] != a.Fingerprint {
+			t.Errorf("dead letter fingerprint of %s = %q, audit has %q", a.Label, fps[a.Label], a.Fingerprint)
+		}
 	}
 	msg := hdr[broker.HeaderErrorMessage]
 	if !strings.Contains(msg, "openai_project_key") || strings.Contains(msg, oa.pasted) || strings.Contains(msg, aws.pasted) {

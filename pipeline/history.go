@@ -48,7 +48,7 @@ func newHistory() *history {
 // messages before it: the tail of the previous chunk of its event, or for
 // an event's first chunk the conversation's last messages (from memory,
 // else from the store). Then it remembers each conversation's new tail.
-func (p *Pipeline) inputs(batch []*item) []extract.Input {
+func (p *Pipeline) inputs(ctx context.Context, batch []*item) []extract.Input {
 	h := p.hist
 	key := func(it *item) string { return it.ev.BankID + "\x00" + it.ev.DocumentID }
 	prior := map[string][]chunk.Part{}
@@ -73,7 +73,7 @@ func (p *Pipeline) inputs(batch []*item) []extract.Input {
 	}
 	h.mu.Unlock()
 	if hs, ok := p.deps.Store.(HistoryStore); ok && len(banks) > 0 {
-		lines, err := hs.RecentLines(p.ctx, banks, docs, before, historyWindow)
+		lines, err := hs.RecentLines(ctx, banks, docs, before, historyWindow)
 		if err != nil {
 			// Context is an aid to extraction, not a requirement: go on
 			// without it rather than stall ingest.

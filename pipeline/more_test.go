@@ -31,22 +31,61 @@ import (
 // options override parts of the harness's pipeline for one test.
 type options struct {
 	extractor  pipeline.Extractor
+	embedder   pipeline.Embedder
 	persister  pipeline.Persister
+	resolver   pipeline.EntityResolver
+	deadLetter pipeline.DeadLetterWriter
 	maxRetries int
 	batchSize  int
+	// config adjusts the pipeline's configuration.
+	config func(*pipeline.Config)
+	// consumer adjusts the consumer's configuration.
+	consumer func(*consumer.Config)
+	reg      prometheus.Registerer
 }
 
 // startWith is harness.start with overrides.
 func (h *harness) startWith(group string, o options) *running {
 	h.t.Helper()
-	emb, _ := embed.NewHash(64)
+	p := h.newPipeline(o)
+	ccfg := consumer.Config{Brokers: h.brokers, Topics: []string{topic}, Group: group,
+		CommitInterval: 100 * time.Millisecond, ShutdownTimeout: 10 * time.Second}
+	if o.consumer != nil {
+		o.consumer(&ccfg)
+	}
+	cons, err := consumer.New(consumer.Deps{Sink: p, Logger: h.log}, ccfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{pipe: p, cons: cons, cancel: cancel, done: make(chan error, 1), pdone: make(chan error, 1)}
+	go func() { r.pdone <- p.Run(ctx) }()
+	go func() { r.done <- cons.Run(ctx) }()
+	return r
+}
+
+// newPipeline builds (but does not run) the harness's pipeline.
+func (h *harness) newPipeline(o options) *pipeline.Pipeline {
+	h.t.Helper()
+	var emb pipeline.Embedder = o.embedder
+	if emb == nil {
+		emb, _ = embed.NewHash(64)
+	}
 	gate, err := defense.NewGate(defense.GateDeps{Registerer: prometheus.NewRegistry(), Logger: h.log}, defense.GateConfig{FingerprintSalt: []byte("0123456789abcdef-test")})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	res, err := pipeline.NewStoreResolver(h.st)
-	if err != nil {
-		h.t.Fatal(err)
+	var res pipeline.EntityResolver = o.resolver
+	if res == nil {
+		sr, err := pipeline.NewStoreResolver(h.st)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		res = sr
+	}
+	var dl pipeline.DeadLetterWriter = o.deadLetter
+	if dl == nil {
+		dl = broker.NewDeadLetters(h.prod, dlq)
 	}
 	if o.extractor == nil {
 		o.extractor = extract.NewOffline(extract.OfflineConfig{})
@@ -57,23 +96,19 @@ func (h *harness) startWith(group string, o options) *running {
 	if o.batchSize == 0 {
 		o.batchSize = 64
 	}
-	p, err := pipeline.New(pipeline.Config{Lanes: 3, BatchSize: o.batchSize, BatchWait: 20 * time.Millisecond, MaxEventBytes: 1 << 20, MaxRetries: o.maxRetries}, pipeline.Deps{
+	pcfg := pipeline.Config{Lanes: 3, BatchSize: o.batchSize, BatchWait: 20 * time.Millisecond, MaxEventBytes: 1 << 20, MaxRetries: o.maxRetries}
+	if o.config != nil {
+		o.config(&pcfg)
+	}
+	p, err := pipeline.New(pipeline.Deps{
 		Gate: gate, Policies: pipeline.NewCachedPolicies(h.st, defense.DefaultPolicy(), time.Second),
 		Extractor: o.extractor, Embedder: emb, Resolver: res, Store: o.persister,
-		DeadLetter: broker.NewDeadLetters(h.prod, dlq), Logger: h.log,
-	})
+		DeadLetter: dl, Logger: h.log, Registerer: o.reg,
+	}, pcfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	cons, err := consumer.New(consumer.Config{Brokers: h.brokers, Topics: []string{topic}, Group: group,
-		CommitInterval: 100 * time.Millisecond, ShutdownTimeout: 10 * time.Second}, p, nil, h.log)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{pipe: p, cons: cons, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- cons.Run(ctx) }()
-	return r
+	return p
 }
 
 // newHarnessApp is newHarness with the store's connections tagged with a

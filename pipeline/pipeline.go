@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"maps"
-	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,7 +19,10 @@ import (
 	"github.com/memstream/memstream/store"
 )
 
-// Extractor turns chunks into facts, one slice per input.
+// Extractor turns chunks into facts, one slice per input. It may report
+// per-input failures with an *extract.BatchError, and classifies its
+// errors through Transient, Unavailable and InputRejected methods (see
+// classify): an outage stalls ingest, it never drops records.
 type Extractor interface {
 	Extract(ctx context.Context, in []extract.Input) ([][]extract.Fact, error)
 }
@@ -58,6 +58,9 @@ type Persister interface {
 	RecordAudit(ctx context.Context, bankID, eventKey string, rows []store.AuditRow) error
 	// ExistingEvents reports which events are already stored ("bank\x00key").
 	ExistingEvents(ctx context.Context, banks, keys []string) (map[string]bool, error)
+	// StoredChunks lists the chunk indexes of an event already persisted,
+	// for an event stored in units to resume after a restart.
+	StoredChunks(ctx context.Context, bankID, eventKey string) (map[int]bool, error)
 }
 
 // DeadLetterWriter writes a record to the dead-letter topic and returns once
@@ -68,16 +71,43 @@ type DeadLetterWriter interface {
 
 // Config sizes the pipeline.
 type Config struct {
-	Lanes         int
-	ChannelSize   int
-	BatchSize     int
-	BatchWait     time.Duration
+	// Lanes is the number of shared lanes; records are routed to them by
+	// a hash of their key.
+	Lanes       int
+	ChannelSize int
+	BatchSize   int
+	BatchWait   time.Duration
+	// ChunkMaxChars is the most characters of one chunk.
 	ChunkMaxChars int
 	MaxEventBytes int
-	// MaxRetries bounds retries of a failing extract call before the batch's
-	// records are dead-lettered. Persistence is retried until shutdown: a
-	// database outage must stall ingest, never drop it.
+	// MaxRetries bounds retries of a stage failure the pipeline cannot
+	// classify before the records that fail alone are dead-lettered.
+	// Outages (transient or unavailable providers, the database down)
+	// are retried until the pipeline stops: they stall ingest, never drop
+	// it.
 	MaxRetries int
+	// LongEventBytes routes records at least this large to a long lane,
+	// so that one long event never holds a shared lane. Later records of
+	// the same key follow it there, to keep their order.
+	LongEventBytes int
+	// LongLanes is the number of long lanes.
+	LongLanes int
+	// UnitChunks cuts an event of a long lane into units of at most this
+	// many chunks, each extracted and persisted in its own transaction,
+	// so that the work per step is bounded and a restart resumes after
+	// the units already stored.
+	UnitChunks int
+	// MaxEventSeconds is the watchdog's limit: a lane whose current step
+	// has made no progress for this long is reported stuck, with its
+	// record, by /health/ready and memstream_pipeline_lane_stuck.
+	MaxEventSeconds time.Duration
+	// MaxFactsPerEvent bounds the facts one transaction writes for one
+	// event: an event with more is persisted in further units, cut at
+	// chunk boundaries.
+	MaxFactsPerEvent int
+	// MaxFactsPerChunk bounds the facts of one chunk in one transaction:
+	// a chunk with more is persisted in parts of this many facts.
+	MaxFactsPerChunk int
 }
 
 // WithDefaults fills unset fields.
@@ -103,6 +133,25 @@ func (c Config) WithDefaults() Config {
 	if c.MaxRetries <= 0 {
 		c.MaxRetries = 5
 	}
+	if c.LongEventBytes <= 0 {
+		c.LongEventBytes = 128 << 10
+	}
+	if c.LongLanes <= 0 {
+		c.LongLanes = 1
+	}
+	if c.UnitChunks <= 0 {
+		c.UnitChunks = 16
+	}
+	if c.MaxEventSeconds <= 0 {
+		c.MaxEventSeconds = 2 * time.Minute
+	}
+	if c.MaxFactsPerEvent <= 0 {
+		c.MaxFactsPerEvent = 2000
+	}
+	if c.MaxFactsPerChunk <= 0 {
+		c.MaxFactsPerChunk = 200
+	}
+	c.MaxFactsPerChunk = min(c.MaxFactsPerChunk, c.MaxFactsPerEvent)
 	return c
 }
 
@@ -151,24 +200,34 @@ func (d Deps) validate() error {
 	return nil
 }
 
-// Pipeline is the running set of lanes.
+// ErrClosed is returned by Submit once the pipeline is stopping.
+var ErrClosed = errors.New("pipeline closed")
+
+// Pipeline is the set of lanes between the consumer and the store. Build
+// it with New, run it with Run, feed it with Submit, and end it with Stop
+// (drain) or Abort (crash).
 type Pipeline struct {
 	cfg      Config
 	deps     Deps
 	log      *slog.Logger
 	m        *metrics
 	splitter *chunk.Splitter
-	lanes    []chan Message
-	ctx      context.Context
+	shared   []*lane
+	long     []*lane
+	keys     keyTable
+
+	mu       sync.Mutex
+	started  bool
 	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	closed   chan struct{}
+	closing  chan struct{} // closed by Stop and Abort: no more Submits
+	lanesRun sync.WaitGroup
+	done     chan struct{} // closed when every lane goroutine has returned
 	once     sync.Once
 	hist     *history
 }
 
-// New builds and starts the pipeline's lanes.
-func New(cfg Config, deps Deps) (*Pipeline, error) {
+// New builds the pipeline. Its lanes start with Run.
+func New(deps Deps, cfg Config) (*Pipeline, error) {
 	cfg = cfg.WithDefaults()
 	if err := deps.validate(); err != nil {
 		return nil, err
@@ -177,63 +236,78 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &Pipeline{
-		cfg: cfg, deps: deps, log: deps.Logger, m: newMetrics(deps.Registerer), splitter: sp,
-		ctx: ctx, cancel: cancel, closed: make(chan struct{}), hist: newHistory(),
+	m, err := newMetrics(deps.Registerer)
+	if err != nil {
+		return nil, err
 	}
-	for range cfg.Lanes {
-		in := make(chan Message, cfg.ChannelSize)
-		p.lanes = append(p.lanes, in)
-		p.startLane(in)
+	p := &Pipeline{
+		cfg: cfg, deps: deps, log: deps.Logger, m: m, splitter: sp,
+		closing: make(chan struct{}), done: make(chan struct{}), hist: newHistory(),
+	}
+	p.keys.init()
+	for i := range cfg.Lanes {
+		p.shared = append(p.shared, newLane(p, fmt.Sprint(i), false))
+	}
+	for i := range cfg.LongLanes {
+		p.long = append(p.long, newLane(p, fmt.Sprintf("long%d", i), true))
 	}
 	return p, nil
 }
 
-// Submit hands a record to its lane, blocking while the lane is full.
-func (p *Pipeline) Submit(ctx context.Context, m Message) error {
-	lane := p.lanes[p.laneOf(m)]
-	select {
-	case lane <- m:
-		p.m.in.Inc()
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-p.closed:
-		return errors.New("pipeline closed")
+// Run starts the lanes and the watchdog and returns when the lanes have
+// ended: after Stop drained them, after Abort, or when ctx ends, which
+// abandons in-flight work unacknowledged (Kafka redelivers it).
+func (p *Pipeline) Run(ctx context.Context) error {
+	p.mu.Lock()
+	if p.started {
+		p.mu.Unlock()
+		return errors.New("pipeline: Run called twice")
 	}
+	select {
+	case <-p.closing:
+		p.mu.Unlock()
+		return ErrClosed
+	default:
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	p.started, p.cancel = true, cancel
+	for _, l := range p.lanes() {
+		l.start(ctx, &p.lanesRun)
+	}
+	p.mu.Unlock()
+	defer cancel()
+	watchdogDone := make(chan struct{})
+	wctx, stopWatchdog := context.WithCancel(ctx)
+	go func() { defer close(watchdogDone); p.watchdog(wctx) }()
+	p.m.lanes.Set(float64(len(p.shared) + len(p.long)))
+	p.lanesRun.Wait()
+	stopWatchdog()
+	<-watchdogDone
+	p.m.lanes.Set(0)
+	close(p.done)
+	return nil
 }
 
-func (p *Pipeline) laneOf(m Message) int {
-	h := fnv.New32a()
-	if len(m.Record.Key) > 0 {
-		h.Write(m.Record.Key)
-	} else {
-		// Unkeyed records have no order to keep beyond their partition.
-		fmt.Fprintf(h, "%s/%d", m.Record.Topic, m.Record.Partition)
-	}
-	return int(h.Sum32() % uint32(len(p.lanes)))
-}
+func (p *Pipeline) lanes() []*lane { return append(append([]*lane{}, p.shared...), p.long...) }
 
-// Close stops accepting records, lets the lanes finish what they hold, and
-// returns when they have (or ctx ends, in which case in-flight work is
-// abandoned unacknowledged and will be redelivered).
-func (p *Pipeline) Close(ctx context.Context) error {
-	p.once.Do(func() {
-		close(p.closed)
-		for _, l := range p.lanes {
-			close(l)
-		}
-	})
-	done := make(chan struct{})
-	go func() { p.wg.Wait(); close(done) }()
+// Stop stops accepting records and lets the lanes finish what they hold
+// until ctx ends; then it aborts what is left (unacknowledged, so Kafka
+// redelivers it) and returns ctx.Err(). It returns once every lane
+// goroutine has returned.
+func (p *Pipeline) Stop(ctx context.Context) error {
+	p.once.Do(func() { close(p.closing) })
+	p.mu.Lock()
+	started := p.started
+	p.mu.Unlock()
+	if !started {
+		return nil
+	}
 	select {
-	case <-done:
-		p.cancel()
+	case <-p.done:
 		return nil
 	case <-ctx.Done():
-		p.cancel()
-		<-done
+		p.abortLanes()
+		<-p.done
 		return ctx.Err()
 	}
 }
@@ -241,427 +315,163 @@ func (p *Pipeline) Close(ctx context.Context) error {
 // Abort stops the lanes at once without acknowledging anything further:
 // what a crash does to in-flight work.
 func (p *Pipeline) Abort() {
-	p.cancel()
-	p.once.Do(func() {
-		close(p.closed)
-		for _, l := range p.lanes {
-			close(l)
-		}
-	})
-	p.wg.Wait()
-}
-
-// item is one record on its way through a lane.
-type item struct {
-	msg    Message
-	ev     *event.Decoded
-	chunks []chunk.Chunk
-	audit  []store.AuditRow
-	facts  [][]extract.Fact // per chunk
-	embs   [][][]float32    // per chunk, per fact
-	start  time.Time
-}
-
-func (p *Pipeline) startLane(in <-chan Message) {
-	prepared := make(chan *item, p.cfg.ChannelSize)
-	extracted := make(chan []*item, 4)
-	p.wg.Add(3)
-	go func() { defer p.wg.Done(); defer close(prepared); p.prepareStage(in, prepared) }()
-	go func() { defer p.wg.Done(); defer close(extracted); p.extractStage(prepared, extracted) }()
-	go func() { defer p.wg.Done(); p.persistStage(extracted) }()
-	p.m.lanes.Inc()
-}
-
-func (p *Pipeline) prepareStage(in <-chan Message, out chan<- *item) {
-	for m := range in {
-		if p.ctx.Err() != nil {
-			continue // aborted: drop unacknowledged, Kafka redelivers
-		}
-		start := time.Now()
-		it, rerr := p.prepare(m)
-		p.m.stageSeconds.WithLabelValues("prepare").Observe(time.Since(start).Seconds())
-		if rerr != nil {
-			if it != nil && len(it.audit) > 0 {
-				p.recordBlockedAudit(it)
-			}
-			p.deadLetter(m, rerr, bankOf(it, m))
-			continue
-		}
-		it.start = start
-		select {
-		case out <- it:
-		case <-p.ctx.Done():
-		}
-		p.m.depth.WithLabelValues("prepared").Set(float64(len(out)))
+	p.once.Do(func() { close(p.closing) })
+	p.abortLanes()
+	p.mu.Lock()
+	started := p.started
+	p.mu.Unlock()
+	if started {
+		<-p.done
 	}
 }
 
-// bankOf is the bank a record prepared as it, or, when it could not be
-// decoded, the bank its raw value or key names, so that its dead letter
-// counts for the bank.
-func bankOf(it *item, m Message) string {
-	if it != nil && it.ev != nil {
-		return it.ev.BankID
-	}
-	return event.BankOf(m.Record.Key, m.Record.Value)
-}
-
-// prepare decodes, applies defense and chunks one record.
-func (p *Pipeline) prepare(m Message) (*item, *event.Error) {
-	ev, err := event.Decode(m.Record, p.cfg.MaxEventBytes)
-	if err != nil {
-		var re *event.Error
-		errors.As(err, &re)
-		return nil, re
-	}
-	it := &item{msg: m, ev: ev}
-	policy, perr := p.deps.Policies.Policy(p.ctx, ev.BankID)
-	if perr != nil {
-		// Without the bank's policy we cannot know what to redact; the
-		// default policy redacts everything it recognises.
-		p.log.Warn("defense policy unavailable; using default", slog.String("bank", ev.BankID), slog.Any("error", perr))
-		policy = defense.DefaultPolicy()
-	}
-	// check applies the policy to one stored text. The audit rows are kept
-	// even when the text blocks the event, so the blocked event is
-	// audited too.
-	check := func(text string) (string, *event.Error) {
-		if text == "" {
-			return text, nil
-		}
-		res, audit, cerr := p.deps.Gate.Check(ev.Key, text, policy)
-		for _, a := range audit {
-			it.audit = append(it.audit, store.AuditRow{Label: a.Label, Action: string(a.Action), Fingerprint: a.Fingerprint})
-		}
-		if cerr != nil {
-			var be *defense.BlockedError
-			if errors.As(cerr, &be) {
-				return "", event.Errorf(event.ClassBlockedByPolicy, "defense", "%v", cerr)
-			}
-			return "", event.Errorf(event.ClassBlockedByPolicy, "defense", "defense check failed: %v", cerr)
-		}
-		if res.Blocked {
-			return "", event.Errorf(event.ClassBlockedByPolicy, "defense", "blocked by policy: %s", strings.Join(res.BlockedLabels, ", "))
-		}
-		return res.Text, nil
-	}
-	msgs := make([]chunk.Message, 0, len(ev.Messages))
-	for i, dm := range ev.Messages {
-		text, rerr := check(dm.Content)
-		if rerr != nil {
-			return it, rerr
-		}
-		ev.Messages[i].Content = text
-		msgs = append(msgs, chunk.Message{Index: dm.Index, Role: dm.Role, Name: dm.Name, Content: text, Timestamp: dm.At})
-	}
-	// Context, tags and metadata values are stored with the document and
-	// every fact, so they pass the same gate as the messages.
-	var rerr *event.Error
-	if ev.Context, rerr = check(ev.Context); rerr != nil {
-		return it, rerr
-	}
-	for i, tag := range ev.Tags {
-		if ev.Tags[i], rerr = check(tag); rerr != nil {
-			return it, rerr
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(ev.Metadata)) {
-		if ev.Metadata[k], rerr = check(ev.Metadata[k]); rerr != nil {
-			return it, rerr
-		}
-	}
-	it.chunks = p.splitter.Split(msgs)
-	return it, nil
-}
-
-// recordBlockedAudit writes the audit rows of an event that goes to the
-// dead-letter topic instead of Postgres. Like the dead-letter count it is
-// best effort: the record itself is safe in the DLQ, and stalling the
-// partition on an audit write would be worse than a logged gap.
-func (p *Pipeline) recordBlockedAudit(it *item) {
-	if err := p.deps.Store.RecordAudit(p.ctx, it.ev.BankID, it.ev.Key, it.audit); err != nil {
-		p.log.Warn("could not record defense audit of a dead-lettered event", slog.String("bank", it.ev.BankID),
-			slog.String("event_id", it.ev.Key), slog.Any("error", err))
+func (p *Pipeline) abortLanes() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cancel != nil {
+		p.cancel()
 	}
 }
 
-func (p *Pipeline) extractStage(in <-chan *item, out chan<- []*item) {
-	batch := make([]*item, 0, p.cfg.BatchSize)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	flush := func() {
-		if len(batch) == 0 {
-			return
-		}
-		ready := p.extractBatch(batch)
-		if len(ready) > 0 {
-			select {
-			case out <- ready:
-			case <-p.ctx.Done():
-			}
-		}
-		batch = make([]*item, 0, p.cfg.BatchSize)
-	}
-	for {
-		select {
-		case it, ok := <-in:
-			if !ok {
-				flush()
-				return
-			}
-			if len(batch) == 0 {
-				timer.Reset(p.cfg.BatchWait)
-			}
-			batch = append(batch, it)
-			if len(batch) >= p.cfg.BatchSize {
-				timer.Stop()
-				flush()
-			}
-		case <-timer.C:
-			flush()
-		}
-	}
-}
-
-// extractBatch runs extraction and embedding for a batch. Items whose
-// extraction keeps failing are dead-lettered; the rest go on.
-func (p *Pipeline) extractBatch(batch []*item) []*item {
-	if p.ctx.Err() != nil {
-		return nil
-	}
-	start := time.Now()
-	batch = p.skipStored(batch)
-	if len(batch) == 0 {
-		return nil
-	}
-	inputs := p.inputs(batch)
-	var facts [][]extract.Fact
-	err := p.retry("extract", func() error {
-		var err error
-		facts, err = p.deps.Extractor.Extract(p.ctx, inputs)
-		if err == nil && len(facts) != len(inputs) {
-			err = fmt.Errorf("extractor returned %d results for %d inputs", len(facts), len(inputs))
-		}
-		return err
-	})
-	if err != nil {
-		if p.ctx.Err() != nil {
-			return nil
-		}
-		if len(batch) > 1 {
-			// One record the extractor chokes on must not take its batch
-			// with it: halve until the failing records stand alone.
-			mid := len(batch) / 2
-			return append(p.extractBatch(batch[:mid]), p.extractBatch(batch[mid:])...)
-		}
-		for _, it := range batch {
-			p.deadLetter(it.msg, event.Errorf(event.ClassExtractFailed, "extract", "%v", err), it.ev.BankID)
-		}
-		return nil
-	}
-	var texts []string
-	k := 0
-	for _, it := range batch {
-		it.facts = facts[k : k+len(it.chunks)]
-		k += len(it.chunks)
-		for _, fs := range it.facts {
-			for _, f := range fs {
-				texts = append(texts, f.EmbeddingText())
-			}
-		}
-	}
-	var vecs [][]float32
-	err = p.retry("embed", func() error {
-		var err error
-		vecs, err = p.deps.Embedder.EmbedDocuments(p.ctx, texts)
-		if err == nil && len(vecs) != len(texts) {
-			err = fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(texts))
-		}
-		return err
-	})
-	if err != nil {
-		if p.ctx.Err() != nil {
-			return nil
-		}
-		for _, it := range batch {
-			p.deadLetter(it.msg, event.Errorf(event.ClassExtractFailed, "embed", "%v", err), it.ev.BankID)
-		}
-		return nil
-	}
-	k = 0
-	for _, it := range batch {
-		it.embs = make([][][]float32, len(it.facts))
-		for ci, fs := range it.facts {
-			it.embs[ci] = vecs[k : k+len(fs)]
-			k += len(fs)
-		}
-	}
-	p.m.stageSeconds.WithLabelValues("extract").Observe(time.Since(start).Seconds())
-	p.m.facts.Add(float64(len(texts)))
-	return batch
-}
-
-// skipStored acknowledges the events of a batch that are already in
-// PostgreSQL (a replay, or a redelivery after a crash) without extracting
-// them again: their facts are durably committed, which is all an
-// acknowledgement promises. Persist would skip them anyway; this saves the
-// extraction and embedding work. On a lookup error the batch goes on whole.
-func (p *Pipeline) skipStored(batch []*item) []*item {
-	banks, keys := make([]string, len(batch)), make([]string, len(batch))
-	for i, it := range batch {
-		banks[i], keys[i] = it.ev.BankID, it.ev.Key
-	}
-	stored, err := p.deps.Store.ExistingEvents(p.ctx, banks, keys)
-	if err != nil || len(stored) == 0 {
-		return batch
-	}
-	fresh := batch[:0:0]
-	for _, it := range batch {
-		if stored[it.ev.BankID+"\x00"+it.ev.Key] {
-			p.m.duplicates.Inc()
-			it.msg.Ack()
-			continue
-		}
-		fresh = append(fresh, it)
-	}
-	return fresh
-}
-
-// retry runs fn with exponential backoff and jitter, MaxRetries times.
-func (p *Pipeline) retry(stage string, fn func() error) error {
-	var err error
-	delay := 100 * time.Millisecond
-	for attempt := 0; attempt <= p.cfg.MaxRetries; attempt++ {
-		if err = fn(); err == nil {
-			return nil
-		}
-		if p.ctx.Err() != nil {
-			return err
-		}
-		p.m.retries.WithLabelValues(stage).Inc()
-		p.log.Warn("stage failed; retrying", slog.String("stage", stage), slog.Int("attempt", attempt+1), slog.Any("error", err))
-		if !sleepCtx(p.ctx, jitter(delay)) {
-			return err
-		}
-		delay = min(delay*2, 10*time.Second)
-	}
-	return err
-}
-
-func jitter(d time.Duration) time.Duration {
-	return d/2 + time.Duration(rand.Int64N(int64(d)))
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
+// Submit hands a record to its lane, blocking while the lane is full. It
+// never panics, whatever Stop or Abort do meanwhile: after they begin it
+// returns ErrClosed, and a record it has handed over but no lane
+// processes is simply never acknowledged.
+func (p *Pipeline) Submit(ctx context.Context, m Message) error {
 	select {
-	case <-t.C:
-		return true
+	case <-p.closing:
+		return ErrClosed
+	default:
+	}
+	rk := routeKey(m)
+	h := fnv.New32a()
+	h.Write([]byte(rk))
+	hash := h.Sum32()
+	long := p.keys.enter(rk, len(m.Record.Value) >= p.cfg.LongEventBytes)
+	l := p.shared[hash%uint32(len(p.shared))]
+	if long {
+		l = p.long[hash%uint32(len(p.long))]
+	}
+	env := envelope{msg: m, key: rk, long: long}
+	select {
+	case l.in <- env:
+		p.m.in.Inc()
+		return nil
 	case <-ctx.Done():
-		return false
+		p.keys.leave(rk, long)
+		return ctx.Err()
+	case <-p.closing:
+		p.keys.leave(rk, long)
+		return ErrClosed
 	}
 }
 
-func (p *Pipeline) persistStage(in <-chan []*item) {
-	for batch := range in {
-		if p.ctx.Err() != nil {
-			continue
-		}
-		p.persistBatch(batch)
+// routeKey is what keeps records in order: the record key, or for unkeyed
+// records their partition.
+func routeKey(m Message) string {
+	if len(m.Record.Key) > 0 {
+		return string(m.Record.Key)
 	}
+	return fmt.Sprintf("%s/%d", m.Record.Topic, m.Record.Partition)
 }
 
-// persistBatch resolves entities and writes the batch in one transaction.
-// Transient failures (the database restarting) are retried until they
-// pass or the pipeline is aborted; a batch that keeps failing for another
-// reason is split so that only the guilty record is dead-lettered.
-func (p *Pipeline) persistBatch(batch []*item) {
-	start := time.Now()
-	recs, bad := p.buildRecords(batch)
-	for i, it := range batch {
-		if bad[i] != nil {
-			p.deadLetter(it.msg, bad[i], it.ev.BankID)
-		}
-	}
-	var good []*item
-	var goodRecs []store.EventRecord
-	for i, it := range batch {
-		if bad[i] == nil {
-			good = append(good, it)
-			goodRecs = append(goodRecs, recs[i])
-		}
-	}
-	if len(good) == 0 {
-		return
-	}
-	p.writeRecords(good, goodRecs, 0)
-	p.m.stageSeconds.WithLabelValues("persist").Observe(time.Since(start).Seconds())
+// envelope is a submitted record with its routing.
+type envelope struct {
+	msg  Message
+	key  string
+	long bool
 }
 
-func (p *Pipeline) writeRecords(items []*item, recs []store.EventRecord, depth int) {
-	delay := 100 * time.Millisecond
-	for attempt := 0; ; attempt++ {
-		res, err := p.deps.Store.PersistBatch(p.ctx, recs)
-		if err == nil {
-			p.m.persisted.Add(float64(res.NewEvents))
-			p.m.duplicates.Add(float64(res.Duplicates))
-			for _, it := range items {
-				p.m.e2eSeconds.Observe(time.Since(it.start).Seconds())
-				it.msg.Ack()
-			}
-			p.m.out.Add(float64(len(items)))
-			return
-		}
-		if p.ctx.Err() != nil {
-			return // aborted: unacknowledged, redelivered later
-		}
-		p.m.retries.WithLabelValues("persist").Inc()
-		if !store.IsTransient(err) && attempt >= p.cfg.MaxRetries {
-			if len(items) == 1 {
-				p.deadLetter(items[0].msg, event.Errorf(event.ClassPersistFailed, "persist", "%v", err), recs[0].BankID)
-				return
-			}
-			mid := len(items) / 2
-			p.writeRecords(items[:mid], recs[:mid], depth+1)
-			p.writeRecords(items[mid:], recs[mid:], depth+1)
-			return
-		}
-		p.log.Warn("persist failed; retrying", slog.Int("events", len(items)), slog.Int("attempt", attempt+1),
-			slog.String("bank", recs[0].BankID), slog.Any("error", err))
-		if !sleepCtx(p.ctx, jitter(delay)) {
-			return
-		}
-		delay = min(delay*2, 5*time.Second)
-	}
+// keyTable counts each route key's records in shared and long lanes.
+// A key with records in a long lane sends its later records there too,
+// and a long lane starts a record only once its key has none left in a
+// shared lane: both keep the records of one key in offset order.
+type keyTable struct {
+	mu      sync.Mutex
+	counts  map[string]*keyCount
+	changed broadcast
 }
 
-// deadLetter writes the record to the dead-letter topic, retrying until
-// Kafka acknowledges it, then acknowledges the record.
-func (p *Pipeline) deadLetter(m Message, e *event.Error, bankID string) {
-	p.m.deadLettered.WithLabelValues(e.Class).Inc()
-	delay := 100 * time.Millisecond
+type keyCount struct{ shared, long int }
+
+func (k *keyTable) init() { k.counts = map[string]*keyCount{} }
+
+// enter registers a record of key and reports whether it goes to a long
+// lane.
+func (k *keyTable) enter(key string, big bool) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	c := k.counts[key]
+	if c == nil {
+		c = &keyCount{}
+		k.counts[key] = c
+	}
+	long := big || c.long > 0
+	if long {
+		c.long++
+	} else {
+		c.shared++
+	}
+	return long
+}
+
+func (k *keyTable) leave(key string, long bool) {
+	k.mu.Lock()
+	c := k.counts[key]
+	if c != nil {
+		if long {
+			c.long--
+		} else {
+			c.shared--
+		}
+		if c.long <= 0 && c.shared <= 0 {
+			delete(k.counts, key)
+		}
+	}
+	k.mu.Unlock()
+	k.changed.fire()
+}
+
+// waitShared blocks until key has no record left in a shared lane.
+func (k *keyTable) waitShared(ctx context.Context, key string) bool {
 	for {
-		err := p.deps.DeadLetter.DeadLetter(p.ctx, m, e, bankID)
-		if err == nil {
-			break
+		ch := k.changed.wait()
+		k.mu.Lock()
+		c := k.counts[key]
+		clear := c == nil || c.shared == 0
+		k.mu.Unlock()
+		if clear {
+			return true
 		}
-		if p.ctx.Err() != nil {
-			return
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
 		}
-		p.log.Warn("dead-letter write failed; retrying", slog.String("topic", m.Record.Topic),
-			slog.Int("partition", int(m.Record.Partition)), slog.Int64("offset", m.Record.Offset), slog.Any("error", err))
-		if !sleepCtx(p.ctx, jitter(delay)) {
-			return
-		}
-		delay = min(delay*2, 5*time.Second)
 	}
-	// Counting the dead letter in Postgres is for stats only; the record
-	// itself is safe in the dead-letter topic.
-	if err := p.deps.Store.RecordDeadLetter(p.ctx, m.Record.Topic, m.Record.Partition, m.Record.Offset, bankID, e.Class, e.Stage); err != nil {
-		p.log.Warn("could not count dead letter", slog.Any("error", err))
+}
+
+// broadcast wakes every waiter at once; a waiter takes the channel, checks
+// its condition, then waits on the channel.
+type broadcast struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (b *broadcast) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch == nil {
+		b.ch = make(chan struct{})
 	}
-	p.log.Info("record dead-lettered", slog.String("topic", m.Record.Topic), slog.Int("partition", int(m.Record.Partition)),
-		slog.Int64("offset", m.Record.Offset), slog.String("class", e.Class), slog.String("stage", e.Stage), slog.String("bank", bankID))
-	m.Ack()
+	return b.ch
+}
+
+func (b *broadcast) fire() {
+	b.mu.Lock()
+	if b.ch != nil {
+		close(b.ch)
+		b.ch = nil
+	}
+	b.mu.Unlock()
 }

@@ -39,6 +39,7 @@ type harness struct {
 	st      *store.Store
 	prod    *kgo.Client
 	log     *slog.Logger
+	url     string // the store's database, search_path set to the test's schema
 }
 
 func newHarness(t *testing.T) *harness {
@@ -72,25 +73,36 @@ func newHarnessURL(t *testing.T, url string) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(prod.Close)
-	return &harness{t: t, cluster: c, brokers: c.ListenAddrs(), st: st, prod: prod, log: log}
+	return &harness{t: t, cluster: c, brokers: c.ListenAddrs(), st: st, prod: prod, log: log, url: url}
 }
 
 type running struct {
 	pipe   *pipeline.Pipeline
 	cons   *consumer.Consumer
 	cancel context.CancelFunc
-	done   chan error
+	done   chan error // the consumer's Run
+	pdone  chan error // the pipeline's Run
 }
 
 func (h *harness) start(group string) *running { return h.startWith(group, options{}) }
 
-// stop drains gracefully: consumer first (commits), then the pipeline.
+// stop drains gracefully, as the process does on SIGTERM: the consumer
+// first (drain, commit, leave), then the pipeline, under one deadline.
 func (r *running) stop(t *testing.T) {
-	r.cancel()
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.cons.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := <-r.done; err != nil {
 		t.Fatal(err)
 	}
-	if err := r.pipe.Close(context.Background()); err != nil {
+	if err := r.pipe.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.cancel()
+	if err := <-r.pdone; err != nil {
 		t.Fatal(err)
 	}
 }
@@ -101,6 +113,7 @@ func (r *running) crash() {
 	r.cons.Kill()
 	r.cancel()
 	<-r.done
+	<-r.pdone
 }
 
 func flightEvent(bank string, i int) []byte {

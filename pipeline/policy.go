@@ -3,11 +3,11 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/memstream/memstream/defense"
+	"github.com/memstream/memstream/event"
 )
 
 // PolicyLoader reads a bank's stored defense policy JSON.
@@ -37,7 +37,10 @@ func NewCachedPolicies(loader PolicyLoader, base defense.Policy, ttl time.Durati
 	return &CachedPolicies{loader: loader, base: base, ttl: ttl, entries: map[string]cachedPolicy{}}
 }
 
-// Policy returns the effective policy of a bank.
+// Policy returns the effective policy of a bank. A stored policy that does
+// not parse is an *event.Error of class blocked_by_policy: the bank's
+// events go to the dead-letter topic until it is fixed, since guessing a
+// policy could store what the bank meant to block.
 func (c *CachedPolicies) Policy(ctx context.Context, bankID string) (defense.Policy, error) {
 	now := time.Now()
 	c.mu.Lock()
@@ -52,7 +55,7 @@ func (c *CachedPolicies) Policy(ctx context.Context, bankID string) (defense.Pol
 	}
 	p, err := defense.MergePolicy(c.base, raw)
 	if err != nil {
-		return c.base, fmt.Errorf("bank %s: %w", bankID, err)
+		return c.base, event.Errorf(event.ClassBlockedByPolicy, "defense", "bank %s has an invalid defense policy: %v", bankID, err)
 	}
 	c.mu.Lock()
 	c.entries[bankID] = cachedPolicy{p: p, expires: now.Add(c.ttl)}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -36,11 +37,12 @@ func IdemKey(eventKey string, msgIdx, chunkIdx, factIdx int) string {
 }
 
 // buildRecords resolves the batch's entities (one call per bank) and turns
-// each item into a store.EventRecord. bad[i] is set for items that cannot
-// be persisted.
-func (p *Pipeline) buildRecords(batch []*item) ([]store.EventRecord, []*event.Error) {
-	recs := make([]store.EventRecord, len(batch))
-	bad := make([]*event.Error, len(batch))
+// each item into a store.EventRecord in out. A resolution failure fails the
+// whole call, so the batch stalls and is retried: facts are never stored
+// without their entities. Items with invalid facts are named in the
+// returned *BatchError.
+func (p *Pipeline) buildRecords(ctx context.Context, batch []*item, out map[*item][]store.EventRecord) error {
+	bad := newBatchError()
 
 	// Gather mentions per bank so resolution is one round trip per bank.
 	type ref struct{ item, chunk, fact, ent int }
@@ -63,108 +65,132 @@ func (p *Pipeline) buildRecords(batch []*item) ([]store.EventRecord, []*event.Er
 	}
 	resolved := map[[4]int]Resolved{}
 	for bank, ms := range mentions {
-		var out []Resolved
-		err := p.retry("resolve", func() error {
-			var err error
-			out, err = p.deps.Resolver.Resolve(p.ctx, bank, ms)
-			if err == nil && len(out) != len(ms) {
-				err = fmt.Errorf("resolver returned %d results for %d mentions", len(out), len(ms))
-			}
-			return err
-		})
+		res, err := p.deps.Resolver.Resolve(ctx, bank, ms)
+		if err == nil && len(res) != len(ms) {
+			err = fmt.Errorf("resolver returned %d results for %d mentions", len(res), len(ms))
+		}
 		if err != nil {
-			// Entity resolution is an enrichment: store the facts without
-			// entity links rather than lose them.
-			p.log.Warn("entity resolution failed; persisting without entities", "bank", bank, "error", err)
-			continue
+			return fmt.Errorf("resolve entities of bank %s: %w", bank, err)
 		}
 		for k, r := range refs[bank] {
-			resolved[[4]int{r.item, r.chunk, r.fact, r.ent}] = out[k]
+			resolved[[4]int{r.item, r.chunk, r.fact, r.ent}] = res[k]
 		}
 	}
 
 	for i, it := range batch {
-		ev := it.ev
-		rec := store.EventRecord{
-			BankID: ev.BankID, EventKey: ev.Key, DocumentID: ev.DocumentID,
-			Topic: it.msg.Record.Topic, Partition: it.msg.Record.Partition, Offset: it.msg.Record.Offset,
-			Context: ev.Context, Tags: ev.Tags, Metadata: ev.Metadata, Audit: it.audit,
-		}
-		entities := map[uuid.UUID]*store.EntityRow{}
-		var entOrder []uuid.UUID
-		for ci, c := range it.chunks {
-			chunkID := store.DeriveID(ev.BankID, ev.Key, "chunk", fmt.Sprint(ci))
-			rec.Chunks = append(rec.Chunks, store.ChunkRow{ID: chunkID, Index: ci, Text: c.Text, Speaker: c.Speaker, StartedAt: c.Timestamp})
-			factIDs := make([]uuid.UUID, len(it.facts[ci]))
-			for fi, f := range it.facts[ci] {
-				idem := IdemKey(ev.Key, f.MessageIndex, ci, fi)
-				factIDs[fi] = store.DeriveID(ev.BankID, idem)
-			}
-			for fi, f := range it.facts[ci] {
-				if err := f.Validate(); err != nil {
-					bad[i] = event.Errorf(event.ClassExtractFailed, "extract", "fact %d of chunk %d: %v", fi, ci, err)
-					break
-				}
-				var entIDs []uuid.UUID
-				var names []string
-				for ei := range f.Entities {
-					r, ok := resolved[[4]int{i, ci, fi, ei}]
-					if !ok || r.EntityID == uuid.Nil {
-						continue
-					}
-					entIDs = append(entIDs, r.EntityID)
-					names = append(names, r.Names...)
-					row := entities[r.EntityID]
-					if row == nil {
-						row = &store.EntityRow{ID: r.EntityID, Name: r.Canonical, Kind: r.Kind, Seen: f.MentionedAt}
-						entities[r.EntityID] = row
-						entOrder = append(entOrder, r.EntityID)
-					}
-					row.Mentions++
-					if f.MentionedAt.After(row.Seen) {
-						row.Seen = f.MentionedAt
-					}
-					row.Aliases = append(row.Aliases, r.Aliases...)
-				}
-				meta := map[string]string{}
-				for k, v := range ev.Metadata {
-					meta[k] = v
-				}
-				meta["message_index"] = fmt.Sprint(f.MessageIndex)
-				if f.MessageIndex < len(ev.Messages) {
-					if n := ev.Messages[f.MessageIndex].Name; n != "" {
-						meta["speaker"] = n
-					}
-					meta["role"] = ev.Messages[f.MessageIndex].Role
-				}
-				tags := f.Tags
-				if tags == nil {
-					tags = ev.Tags
-				}
-				rec.Facts = append(rec.Facts, store.FactRow{
-					ID: factIDs[fi], FactType: f.FactType, Text: f.Text, Context: f.Context,
-					Embedding: it.embs[ci][fi], SearchAux: text.Aux(f.Text, names),
-					OccurredStart: f.OccurredStart, OccurredEnd: f.OccurredEnd, MentionedAt: f.MentionedAt,
-					Tags: tags, Metadata: meta, ChunkID: chunkID, MessageIndex: f.MessageIndex,
-					IdemKey: IdemKey(ev.Key, f.MessageIndex, ci, fi), EntityIDs: dedupeIDs(entIDs),
-				})
-				for _, c := range f.Causal {
-					if c.TargetIndex < 0 || c.TargetIndex >= len(factIDs) || c.TargetIndex == fi {
-						continue
-					}
-					rec.Links = append(rec.Links, store.LinkRow{From: factIDs[fi], To: factIDs[c.TargetIndex], Type: c.Relation, Weight: 1})
-				}
-			}
-			if bad[i] != nil {
+		var recs []store.EventRecord
+		var badErr error
+		for _, pt := range it.parts {
+			rec, err := p.partRecord(it, i, pt, resolved)
+			if err != nil {
+				badErr = err
 				break
 			}
+			recs = append(recs, rec)
 		}
-		for _, id := range entOrder {
-			rec.Entities = append(rec.Entities, *entities[id])
+		if badErr != nil {
+			bad.fail(it, badErr)
+			continue
 		}
-		recs[i] = rec
+		out[it] = recs
 	}
-	return recs, bad
+	return bad.orNil()
+}
+
+// partRecord builds the store.EventRecord of one part of an item.
+func (p *Pipeline) partRecord(it *item, i int, pt part, resolved map[[4]int]Resolved) (store.EventRecord, error) {
+	ev := it.ev
+	rec := store.EventRecord{
+		BankID: ev.BankID, EventKey: pt.key, UnitOf: pt.unitOf, DocumentID: ev.DocumentID,
+		Topic: it.msg.Record.Topic, Partition: it.msg.Record.Partition, Offset: it.msg.Record.Offset,
+		Context: ev.Context, Tags: ev.Tags, Metadata: ev.Metadata,
+	}
+	if pt.audit {
+		rec.Audit = it.audit
+	}
+	entities := map[uuid.UUID]*store.EntityRow{}
+	var entOrder []uuid.UUID
+	for uci := pt.lo; uci < pt.hi; uci++ {
+		c := it.chunks[uci]
+		ci := it.chunkIdx[uci]
+		chunkID := store.DeriveID(ev.BankID, ev.Key, "chunk", fmt.Sprint(ci))
+		if pt.writeChunk {
+			rec.Chunks = append(rec.Chunks, store.ChunkRow{ID: chunkID, Index: ci, Text: c.Text, Speaker: c.Speaker, StartedAt: c.Timestamp})
+		}
+		facts := it.facts[uci]
+		factIDs := make([]uuid.UUID, len(facts))
+		for fi, f := range facts {
+			factIDs[fi] = store.DeriveID(ev.BankID, IdemKey(ev.Key, f.MessageIndex, ci, fi))
+		}
+		flo, fhi := 0, len(facts)
+		if pt.factHi > 0 {
+			flo, fhi = pt.factLo, pt.factHi
+		}
+		for fi := flo; fi < fhi; fi++ {
+			f := facts[fi]
+			if err := f.Validate(); err != nil {
+				return rec, event.Errorf(event.ClassExtractFailed, "extract", "fact %d of chunk %d: %v", fi, ci, err)
+			}
+			var entIDs []uuid.UUID
+			var names []string
+			for ei := range f.Entities {
+				r, ok := resolved[[4]int{i, uci, fi, ei}]
+				if !ok || r.EntityID == uuid.Nil {
+					continue
+				}
+				entIDs = append(entIDs, r.EntityID)
+				names = append(names, r.Names...)
+				row := entities[r.EntityID]
+				if row == nil {
+					row = &store.EntityRow{ID: r.EntityID, Name: r.Canonical, Kind: r.Kind, Seen: f.MentionedAt}
+					entities[r.EntityID] = row
+					entOrder = append(entOrder, r.EntityID)
+				}
+				row.Mentions++
+				if f.MentionedAt.After(row.Seen) {
+					row.Seen = f.MentionedAt
+				}
+				row.Aliases = append(row.Aliases, r.Aliases...)
+			}
+			meta := map[string]string{}
+			for k, v := range ev.Metadata {
+				meta[k] = v
+			}
+			meta["message_index"] = fmt.Sprint(f.MessageIndex)
+			if f.MessageIndex < len(ev.Messages) {
+				if n := ev.Messages[f.MessageIndex].Name; n != "" {
+					meta["speaker"] = n
+				}
+				meta["role"] = ev.Messages[f.MessageIndex].Role
+			}
+			tags := f.Tags
+			if tags == nil {
+				tags = ev.Tags
+			}
+			rec.Facts = append(rec.Facts, store.FactRow{
+				ID: factIDs[fi], FactType: f.FactType, Text: f.Text, Context: f.Context,
+				Embedding: it.embs[uci][fi], SearchAux: text.Aux(f.Text, names),
+				OccurredStart: f.OccurredStart, OccurredEnd: f.OccurredEnd, MentionedAt: f.MentionedAt,
+				Tags: tags, Metadata: meta, ChunkID: chunkID, MessageIndex: f.MessageIndex,
+				IdemKey: IdemKey(ev.Key, f.MessageIndex, ci, fi), EntityIDs: dedupeIDs(entIDs),
+			})
+		}
+		// A causal link goes with the part of its later fact, so that both
+		// ends exist when it is written (a chunk's facts may span parts).
+		for fi := 0; fi < fhi; fi++ {
+			for _, c := range facts[fi].Causal {
+				t := c.TargetIndex
+				if t < 0 || t >= len(factIDs) || t == fi || max(fi, t) < flo || max(fi, t) >= fhi {
+					continue
+				}
+				rec.Links = append(rec.Links, store.LinkRow{From: factIDs[fi], To: factIDs[t], Type: c.Relation, Weight: 1})
+			}
+		}
+	}
+	for _, id := range entOrder {
+		rec.Entities = append(rec.Entities, *entities[id])
+	}
+	return rec, nil
 }
 
 func dedupeIDs(ids []uuid.UUID) []uuid.UUID {

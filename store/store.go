@@ -259,10 +259,36 @@ func IsTransient(err error) bool {
 	case strings.HasPrefix(pgErr.Code, "08"), // connection exception
 		strings.HasPrefix(pgErr.Code, "57"), // operator intervention (shutdown)
 		strings.HasPrefix(pgErr.Code, "53"), // insufficient resources
-		pgErr.Code == "40001", pgErr.Code == "40P01":
+		strings.HasPrefix(pgErr.Code, "58"), // system error (I/O)
+		strings.HasPrefix(pgErr.Code, "XX"), // internal error
+		pgErr.Code == "40001", pgErr.Code == "40P01", pgErr.Code == "55P03":
 		return true
 	}
 	return false
+}
+
+// IsUnavailable reports a PostgreSQL error that no retry of the same call
+// fixes until an operator acts: an undefined table or column (a schema
+// behind the binary), refused credentials, a missing database. Ingest
+// stalls on it and readiness fails, rather than dead-lettering every
+// record.
+func IsUnavailable(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	return strings.HasPrefix(pgErr.Code, "42") || strings.HasPrefix(pgErr.Code, "28") || strings.HasPrefix(pgErr.Code, "3D")
+}
+
+// IsRejected reports a PostgreSQL error that belongs to the data written (a
+// data exception, an integrity violation, anything neither transient nor
+// unavailable): the record that caused it is at fault, not the database.
+func IsRejected(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	return !IsTransient(err) && !IsUnavailable(err)
 }
 
 const (

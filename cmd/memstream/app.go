@@ -288,21 +288,25 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 		if err != nil {
 			return a, err
 		}
-		a.pipe, err = pipeline.New(pipeline.Config{
-			Lanes: cfg.Pipeline.PersistWorkers, ChannelSize: cfg.Pipeline.ChannelSize, BatchSize: cfg.Pipeline.BatchSize,
-			BatchWait: cfg.Pipeline.BatchWait, ChunkMaxChars: cfg.Pipeline.ChunkMaxChars, MaxEventBytes: cfg.Kafka.MaxEventBytes,
-			MaxRetries: cfg.Pipeline.MaxRetries,
-		}, pipeline.Deps{Gate: gate, Policies: policies, Extractor: ex, Embedder: emb, Resolver: res, Store: a.st,
-			DeadLetter: broker.NewDeadLetters(a.prod, cfg.Kafka.DLQTopic), Registerer: reg, Logger: log})
+		a.pipe, err = pipeline.New(pipeline.Deps{Gate: gate, Policies: policies, Extractor: ex, Embedder: emb, Resolver: res, Store: a.st,
+			DeadLetter: broker.NewDeadLetters(a.prod, cfg.Kafka.DLQTopic), Registerer: reg, Logger: log},
+			pipeline.Config{
+				Lanes: cfg.Pipeline.PersistWorkers, ChannelSize: cfg.Pipeline.ChannelSize, BatchSize: cfg.Pipeline.BatchSize,
+				BatchWait: cfg.Pipeline.BatchWait, ChunkMaxChars: cfg.Pipeline.ChunkMaxChars, MaxEventBytes: cfg.Kafka.MaxEventBytes,
+				MaxRetries: cfg.Pipeline.MaxRetries, LongEventBytes: cfg.Pipeline.LongEventBytes, LongLanes: cfg.Pipeline.LongLanes,
+				UnitChunks: cfg.Pipeline.UnitChunks, MaxEventSeconds: time.Duration(cfg.Pipeline.MaxEventSeconds) * time.Second,
+				MaxFactsPerEvent: cfg.Pipeline.MaxFactsPerEvent, MaxFactsPerChunk: cfg.Pipeline.MaxFactsPerChunk,
+			})
 		if err != nil {
 			return a, err
 		}
 		consMetrics := kprom.NewMetrics("memstream_kafka_consumer", kprom.Registerer(reg))
-		a.cons, err = consumer.New(consumer.Config{
-			Brokers: brokers, Topics: cfg.Kafka.Topics, Group: cfg.Kafka.Group, ClientID: cfg.Kafka.ClientID,
-			MaxInflightRecords: cfg.Kafka.MaxInflightRecords, MaxInflightBytes: cfg.Kafka.MaxInflightBytes,
-			CommitInterval: cfg.Kafka.CommitInterval, ShutdownTimeout: cfg.Kafka.ShutdownTimeout, LagInterval: 15 * time.Second,
-		}, a.pipe, reg, log, kgo.WithHooks(consMetrics))
+		a.cons, err = consumer.New(consumer.Deps{Sink: a.pipe, Registerer: reg, Logger: log, Opts: []kgo.Opt{kgo.WithHooks(consMetrics)}},
+			consumer.Config{
+				Brokers: brokers, Topics: cfg.Kafka.Topics, Group: cfg.Kafka.Group, ClientID: cfg.Kafka.ClientID,
+				MaxInflightRecords: cfg.Kafka.MaxInflightRecords, MaxInflightBytes: cfg.Kafka.MaxInflightBytes,
+				CommitInterval: cfg.Kafka.CommitInterval, ShutdownTimeout: cfg.Kafka.ShutdownTimeout, LagInterval: 15 * time.Second,
+			})
 		if err != nil {
 			return a, err
 		}
@@ -407,6 +411,9 @@ func (a *app) readiness(rl roles) map[string]func(context.Context) error {
 	}
 	if rl.ingest {
 		ready["kafka"] = func(ctx context.Context) error { return a.prod.Ping(ctx) }
+		// A stuck lane or a provider refusing its key fails readiness,
+		// naming the lane, record and error.
+		ready["ingest"] = a.pipe.Ready
 	}
 	return ready
 }
@@ -456,47 +463,40 @@ func newExtractor(cfg config.Config, reg prometheus.Registerer, log *slog.Logger
 }
 
 // run blocks until ctx ends or a component fails, then stops everything in
-// order.
+// order within one kafka.shutdown_timeout: readiness fails, the consumer
+// stops fetching, drains, commits and leaves the group, the pipeline
+// abandons (unacknowledged) whatever is still stuck, HTTP and the worker
+// stop, then the clients, the pool and the database server close.
 func (a *app) run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// The components run on their own context: cancelling it is the hard
+	// stop at the end of the shutdown, not the signal.
+	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRun()
 	var wg sync.WaitGroup
-	errc := make(chan error, 4)
-	if a.cons != nil {
+	errc := make(chan error, 5)
+	goRun := func(name string, fn func(context.Context) error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := a.cons.Run(ctx); err != nil {
-				errc <- fmt.Errorf("consumer: %w", err)
+			if err := fn(runCtx); err != nil {
+				errc <- fmt.Errorf("%s: %w", name, err)
 			}
 		}()
+	}
+	if a.pipe != nil {
+		goRun("pipeline", a.pipe.Run)
+	}
+	if a.cons != nil {
+		goRun("consumer", a.cons.Run)
 	}
 	if a.api != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := a.api.Serve(ctx, a.apiAddr); err != nil {
-				errc <- fmt.Errorf("http: %w", err)
-			}
-		}()
+		goRun("http", func(ctx context.Context) error { return a.api.Serve(ctx, a.apiAddr) })
 	}
 	if a.runWorker {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := a.worker.Run(ctx); err != nil {
-				errc <- fmt.Errorf("consolidation worker: %w", err)
-			}
-		}()
+		goRun("consolidation worker", a.worker.Run)
 	}
 	if a.ops != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := a.ops.serve(ctx); err != nil {
-				errc <- fmt.Errorf("http: %w", err)
-			}
-		}()
+		goRun("http", a.ops.serve)
 	}
 	var err error
 	select {
@@ -504,15 +504,27 @@ func (a *app) run(ctx context.Context) error {
 	case err = <-errc:
 		a.log.Error("component failed; shutting down", slog.Any("error", err))
 	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.Kafka.ShutdownTimeout)
+	defer cancel()
 	if a.api != nil {
 		a.api.SetDraining()
 	}
 	if a.ops != nil {
 		a.ops.draining.Store(true)
 	}
-	cancel()
-	wg.Wait() // consumer drained and committed; HTTP shut down
-	a.stop(context.Background())
+	if a.cons != nil {
+		if serr := a.cons.Stop(sctx); serr != nil {
+			a.log.Warn("consumer did not stop within kafka.shutdown_timeout", slog.Any("error", serr))
+		}
+	}
+	if a.pipe != nil {
+		if serr := a.pipe.Stop(sctx); serr != nil {
+			a.log.Warn("pipeline work abandoned at the shutdown deadline; Kafka redelivers it", slog.Any("error", serr))
+		}
+	}
+	cancelRun()
+	wg.Wait()
+	a.stop(sctx)
 	return err
 }
 
@@ -520,9 +532,9 @@ func (a *app) run(ctx context.Context) error {
 // clients, broker, pool, database server.
 func (a *app) stop(ctx context.Context) {
 	if a.pipe != nil {
-		cctx, cancel := context.WithTimeout(ctx, a.cfg.Kafka.ShutdownTimeout)
-		_ = a.pipe.Close(cctx)
-		cancel()
+		// Normally stopped by run already; after a failed start this
+		// ends a pipeline that never ran.
+		_ = a.pipe.Stop(ctx)
 	}
 	if a.prod != nil {
 		a.prod.Close()
@@ -537,7 +549,14 @@ func (a *app) stop(ctx context.Context) {
 		a.st.Close()
 	}
 	if a.pg != nil {
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		// The managed server stops in well under a second once the pool
+		// is closed; it gets a few seconds even when the shutdown
+		// deadline has passed, since leaving it running is worse.
+		budget := 5 * time.Second
+		if d, ok := ctx.Deadline(); ok && time.Until(d) > budget {
+			budget = time.Until(d)
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 		if err := a.pg.Stop(sctx); err != nil {
 			a.log.Warn("stopping managed postgres", slog.Any("error", err))
 		}

@@ -370,6 +370,7 @@ type ingestRig struct {
 	reg     *prometheus.Registry
 	cancel  context.CancelFunc
 	done    chan error
+	pdone   chan error
 	topic   string
 	emb     *timedEmbedder
 }
@@ -377,7 +378,7 @@ type ingestRig struct {
 func startRig(ctx context.Context, env *benchEnv, f IngestConfig, ex pipeline.Extractor, reg *prometheus.Registry) (*ingestRig, error) {
 	cfg := env.cfg
 	topic, dlqTopic := cfg.Kafka.Topics[0], cfg.Kafka.DLQTopic
-	rig := &ingestRig{topic: topic, reg: reg, done: make(chan error, 1)}
+	rig := &ingestRig{topic: topic, reg: reg, done: make(chan error, 1), pdone: make(chan error, 1)}
 	var err error
 	rig.cluster, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(f.Partitions), topic, dlqTopic))
 	if err != nil {
@@ -411,20 +412,23 @@ func startRig(ctx context.Context, env *benchEnv, f IngestConfig, ex pipeline.Ex
 		ex = extract.NewOffline(extract.OfflineConfig{})
 	}
 	rig.clock = newPersistClock(env.st)
-	rig.pipe, err = pipeline.New(pipeline.Config{
-		Lanes: f.Lanes, ChannelSize: cfg.Pipeline.ChannelSize, BatchSize: f.BatchSize, BatchWait: cfg.Pipeline.BatchWait,
-		ChunkMaxChars: cfg.Pipeline.ChunkMaxChars, MaxEventBytes: cfg.Kafka.MaxEventBytes, MaxRetries: cfg.Pipeline.MaxRetries,
-	}, pipeline.Deps{Gate: gate, Policies: pipeline.NewCachedPolicies(env.st, env.deps.BasePolicy, 5*time.Second), Extractor: ex,
-		Embedder: rig.emb, Resolver: res, Store: rig.clock, DeadLetter: broker.NewDeadLetters(rig.prod, dlqTopic), Registerer: reg, Logger: env.log})
+	rig.pipe, err = pipeline.New(pipeline.Deps{Gate: gate, Policies: pipeline.NewCachedPolicies(env.st, env.deps.BasePolicy, 5*time.Second), Extractor: ex,
+		Embedder: rig.emb, Resolver: res, Store: rig.clock, DeadLetter: broker.NewDeadLetters(rig.prod, dlqTopic), Registerer: reg, Logger: env.log},
+		pipeline.Config{
+			Lanes: f.Lanes, ChannelSize: cfg.Pipeline.ChannelSize, BatchSize: f.BatchSize, BatchWait: cfg.Pipeline.BatchWait,
+			ChunkMaxChars: cfg.Pipeline.ChunkMaxChars, MaxEventBytes: cfg.Kafka.MaxEventBytes, MaxRetries: cfg.Pipeline.MaxRetries,
+			LongEventBytes: cfg.Pipeline.LongEventBytes, LongLanes: cfg.Pipeline.LongLanes, UnitChunks: cfg.Pipeline.UnitChunks,
+			MaxFactsPerEvent: cfg.Pipeline.MaxFactsPerEvent, MaxFactsPerChunk: cfg.Pipeline.MaxFactsPerChunk,
+		})
 	if err != nil {
 		return nil, err
 	}
 	rig.sink = &firstSubmit{Pipeline: rig.pipe}
-	rig.cons, err = consumer.New(consumer.Config{
+	rig.cons, err = consumer.New(consumer.Deps{Sink: rig.sink, Registerer: reg, Logger: env.log}, consumer.Config{
 		Brokers: rig.cluster.ListenAddrs(), Topics: []string{topic}, Group: cfg.Kafka.Group, ClientID: "bench-ingest",
 		MaxInflightRecords: cfg.Kafka.MaxInflightRecords, MaxInflightBytes: cfg.Kafka.MaxInflightBytes,
 		CommitInterval: cfg.Kafka.CommitInterval, ShutdownTimeout: cfg.Kafka.ShutdownTimeout, LagInterval: time.Minute,
-	}, rig.sink, reg, env.log)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -435,18 +439,21 @@ func startRig(ctx context.Context, env *benchEnv, f IngestConfig, ex pipeline.Ex
 func (r *ingestRig) run(ctx context.Context) {
 	cctx, cancel := context.WithCancel(ctx)
 	r.cancel = cancel
+	go func() { r.pdone <- r.pipe.Run(cctx) }()
 	go func() { r.done <- r.cons.Run(cctx) }()
 }
 
 func (r *ingestRig) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	if r.cancel != nil {
-		r.cancel()
+		_ = r.cons.Stop(ctx)
 		<-r.done
-	}
-	if r.pipe != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		_ = r.pipe.Close(ctx)
-		cancel()
+		_ = r.pipe.Stop(ctx)
+		r.cancel()
+		<-r.pdone
+	} else if r.pipe != nil {
+		_ = r.pipe.Stop(ctx)
 	}
 	if r.prod != nil {
 		r.prod.Close()

@@ -145,7 +145,8 @@ type running struct {
 	pipe   *pipeline.Pipeline
 	cons   *consumer.Consumer
 	cancel context.CancelFunc
-	done   chan error
+	done   chan error // the consumer's Run
+	pdone  chan error // the pipeline's Run
 }
 
 // start runs an in-process ingester in group, wired as cmd/memstream wires
@@ -164,35 +165,43 @@ func (h *harness) start(group string) *running {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	p, err := pipeline.New(pipeline.Config{Lanes: 3, BatchSize: 64, BatchWait: 20 * time.Millisecond, MaxEventBytes: 1 << 20}, pipeline.Deps{
+	p, err := pipeline.New(pipeline.Deps{
 		Gate: gate, Policies: pipeline.NewCachedPolicies(h.st, defense.DefaultPolicy(), time.Second),
 		Extractor: extract.NewOffline(extract.OfflineConfig{}), Embedder: emb, Resolver: res, Store: h.st,
 		DeadLetter: broker.NewDeadLetters(h.prod, h.dlq), Logger: h.log,
-	})
+	}, pipeline.Config{Lanes: 3, BatchSize: 64, BatchWait: 20 * time.Millisecond, MaxEventBytes: 1 << 20})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	cons, err := consumer.New(consumer.Config{Brokers: h.brokers, Topics: []string{h.topic}, Group: group,
-		CommitInterval: 200 * time.Millisecond, ShutdownTimeout: 20 * time.Second}, p, nil, h.log)
+	cons, err := consumer.New(consumer.Deps{Sink: p, Logger: h.log}, consumer.Config{Brokers: h.brokers, Topics: []string{h.topic}, Group: group,
+		CommitInterval: 200 * time.Millisecond, ShutdownTimeout: 20 * time.Second})
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{pipe: p, cons: cons, cancel: cancel, done: make(chan error, 1)}
+	r := &running{pipe: p, cons: cons, cancel: cancel, done: make(chan error, 1), pdone: make(chan error, 1)}
+	go func() { r.pdone <- p.Run(ctx) }()
 	go func() { r.done <- cons.Run(ctx) }()
 	return r
 }
 
-// stop drains gracefully: consumer first (commits), then the pipeline.
+// stop drains gracefully, as the process does on SIGTERM: the consumer
+// first (drain, commit, leave), then the pipeline, under one deadline.
 func (r *running) stop(t *testing.T) {
 	t.Helper()
-	r.cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.cons.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := <-r.done; err != nil {
 		t.Fatal(err)
 	}
-	if err := r.pipe.Close(context.Background()); err != nil {
+	if err := r.pipe.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
+	r.cancel()
+	<-r.pdone
 }
 
 // crash abandons everything in flight without committing.
@@ -201,6 +210,7 @@ func (r *running) crash() {
 	r.cons.Kill()
 	r.cancel()
 	<-r.done
+	<-r.pdone
 }
 
 // flightEvent is a chat event whose flight number QXnnnnn becomes exactly one fact,
