@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -35,8 +33,9 @@ type Config struct {
 	// Default 60s.
 	Timeout time.Duration
 	// MaxRetries is how many times one call is retried after 429, 5xx,
-	// timeouts and connection errors before its chunks fall back to the
-	// offline extractor. Zero means no retries; negative is invalid.
+	// timeouts and connection errors before Extract reports the failure
+	// (the pipeline then stalls and tries again later). Zero means no
+	// retries; negative is invalid.
 	MaxRetries int
 	// ChunksPerCall is how many chunks one call carries. More chunks per
 	// call amortise the prompt and the latency; fewer keep one failure
@@ -106,6 +105,8 @@ type Extractor struct {
 	sem      chan struct{}
 	m        *metrics
 	log      *slog.Logger
+
+	fallbackLog everyMinute
 }
 
 // Deps are an Extractor's collaborators. Registerer may be nil (no
@@ -150,79 +151,132 @@ func (e *Extractor) Close() { e.tr.CloseIdleConnections() }
 
 // Extract returns the facts of each input, in order. Inputs are sent
 // ChunksPerCall at a time, the calls running concurrently up to
-// Concurrency. A call that still fails after its retries and one re-ask
-// falls back to the offline extractor for its chunks, so every input gets
-// an answer; Extract fails only when ctx ends.
+// Concurrency. A call whose answer is still invalid after one re-ask falls
+// back to the offline extractor for its chunks; every other failure is
+// reported, never papered over:
+//
+//   - the inputs of a call that failed are named in an *extract.BatchError
+//     with an *Error saying why (Transient, Unavailable or InputRejected),
+//     and the other inputs' facts are returned with it;
+//   - a call the server rejects (400, 413, 422) is retried one chunk at a
+//     time, so only the chunk it cannot take fails;
+//   - when ctx ends Extract returns ctx.Err().
 func (e *Extractor) Extract(ctx context.Context, in []extract.Input) ([][]extract.Fact, error) {
 	out := make([][]extract.Fact, len(in))
+	errs := make([]error, len(in))
 	var wg sync.WaitGroup
 	for lo := 0; lo < len(in); lo += e.cfg.ChunksPerCall {
 		hi := min(lo+e.cfg.ChunksPerCall, len(in))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			copy(out[lo:hi], e.extractGroup(ctx, in[lo:hi]))
+			e.extractInto(ctx, in[lo:hi], out[lo:hi], errs[lo:hi])
 		}()
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return out, nil
+	be := extract.NewBatchError()
+	for i, err := range errs {
+		if err != nil {
+			be.Failed(i, err)
+		}
+	}
+	return out, be.OrNil()
 }
 
-// extractGroup extracts the inputs of one call. It returns nil only when
-// ctx ended.
-func (e *Extractor) extractGroup(ctx context.Context, in []extract.Input) [][]extract.Fact {
+// extractInto extracts one call's inputs into out, or sets errs for the
+// inputs it could not. A rejected call is split into one call per chunk.
+func (e *Extractor) extractInto(ctx context.Context, in []extract.Input, out [][]extract.Fact, errs []error) {
+	facts, err := e.extractGroup(ctx, in)
+	if err == nil {
+		copy(out, facts)
+		return
+	}
+	var le *Error
+	if len(in) > 1 && errors.As(err, &le) && le.InputRejected() {
+		e.log.Debug("llm call rejected; retrying its chunks one by one", slog.Int("chunks", len(in)), slog.Any("error", err))
+		for i := range in {
+			e.extractInto(ctx, in[i:i+1], out[i:i+1], errs[i:i+1])
+		}
+		return
+	}
+	for i := range errs {
+		errs[i] = err
+	}
+}
+
+// extractGroup extracts the inputs of one call.
+func (e *Extractor) extractGroup(ctx context.Context, in []extract.Input) ([][]extract.Fact, error) {
 	body, err := json.Marshal(buildRequest(in))
 	if err != nil {
-		// Inputs are plain strings and times; this cannot happen, but if it
-		// does the chunks still get extracted.
-		return e.fallBack(ctx, in, err)
+		// Inputs are plain strings and times; this cannot happen.
+		return nil, &Error{Kind: KindRejected, Err: fmt.Errorf("encode request: %w", err)}
 	}
 	msgs := []openai.ChatCompletionMessage{
 		{Role: openai.ChatMessageRoleSystem, Content: systemPrompt},
 		{Role: openai.ChatMessageRoleUser, Content: string(body)},
 	}
 	content, err := e.call(ctx, msgs)
-	if err == nil {
-		facts, perr := parseResponse(content, in)
-		if perr == nil {
-			return facts
-		}
-		// One re-ask with the error: models usually fix a named mistake,
-		// and a second failure is better served by the offline extractor
-		// than by more tokens.
-		e.m.invalid.Inc()
-		e.m.reasks.Inc()
-		e.log.Warn("llm answer invalid; asking again", slog.Int("chunks", len(in)), slog.Any("error", perr))
-		msgs = append(msgs,
-			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: content},
-			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: fmt.Sprintf(
-				"That answer is invalid: %v. Reply again with the complete JSON for every chunk_index, following the schema exactly.", perr)})
-		content, err = e.call(ctx, msgs)
-		if err == nil {
-			if facts, perr = parseResponse(content, in); perr == nil {
-				return facts
-			}
-			e.m.invalid.Inc()
-			err = perr
-		}
+	if err != nil {
+		return nil, err
 	}
-	return e.fallBack(ctx, in, err)
+	facts, perr := parseResponse(content, in)
+	if perr == nil {
+		return facts, nil
+	}
+	// One re-ask with the error: models usually fix a named mistake, and a
+	// second failure is better served by the offline extractor than by
+	// more tokens.
+	e.m.invalid.Inc()
+	e.m.reasks.Inc()
+	e.log.Debug("llm answer invalid; asking again", slog.Int("chunks", len(in)), slog.Any("error", perr))
+	msgs = append(msgs,
+		openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: content},
+		openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: fmt.Sprintf(
+			"That answer is invalid: %v. Reply again with the complete JSON for every chunk_index, following the schema exactly.", perr)})
+	if content, err = e.call(ctx, msgs); err != nil {
+		return nil, err
+	}
+	if facts, perr = parseResponse(content, in); perr == nil {
+		return facts, nil
+	}
+	e.m.invalid.Inc()
+	return e.fallBack(ctx, in, perr)
 }
 
-func (e *Extractor) fallBack(ctx context.Context, in []extract.Input, cause error) [][]extract.Fact {
-	if ctx.Err() != nil {
-		return nil
-	}
+// fallBack extracts with the offline extractor the chunks whose answers
+// stayed invalid: the only failure that falls back, since the model did
+// answer and will answer the same way again. Every fallback is counted;
+// the log line comes at most once a minute with the count since the last.
+func (e *Extractor) fallBack(ctx context.Context, in []extract.Input, cause error) ([][]extract.Fact, error) {
 	e.m.fallbacks.Add(float64(len(in)))
-	e.log.Warn("llm extraction failed; using the offline extractor", slog.Int("chunks", len(in)), slog.Any("error", cause))
-	facts, err := e.fallback.Extract(ctx, in)
-	if err != nil {
-		return nil
+	if n, ok := e.fallbackLog.tick(time.Now(), len(in)); ok {
+		e.log.Warn("llm answers invalid after a re-ask; chunks extracted by the offline extractor instead",
+			slog.Int("chunks_since_last_report", n), slog.Any("last_error", cause))
 	}
-	return facts
+	return e.fallback.Extract(ctx, in)
+}
+
+// everyMinute lets one report through per minute and counts what it held
+// back meanwhile.
+type everyMinute struct {
+	mu      sync.Mutex
+	last    time.Time
+	pending int
+}
+
+func (r *everyMinute) tick(now time.Time, n int) (int, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending += n
+	if !r.last.IsZero() && now.Sub(r.last) < time.Minute {
+		return 0, false
+	}
+	r.last = now
+	n, r.pending = r.pending, 0
+	return n, true
 }
 
 // call performs one chat completion with retries on transient failures.
@@ -236,8 +290,9 @@ func (e *Extractor) call(ctx context.Context, msgs []openai.ChatCompletionMessag
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
-		if !retryable(err) || attempt >= e.cfg.MaxRetries {
-			return "", err
+		le := classify(err)
+		if !le.Transient() || attempt >= e.cfg.MaxRetries {
+			return "", le
 		}
 		e.m.retries.Inc()
 		e.log.Debug("llm call failed; retrying", slog.Int("attempt", attempt+1), slog.Any("error", err))
@@ -308,31 +363,88 @@ func statusOf(err error) int {
 	return 0
 }
 
-// retryable reports whether err is worth another attempt: throttling,
-// server errors, timeouts and broken connections. Client errors (400, 401,
-// 404) will not get better by asking again.
-func retryable(err error) bool {
-	switch s := statusOf(err); {
-	case s == http.StatusTooManyRequests || s == http.StatusRequestTimeout || s >= 500:
-		return true
-	case s != 0:
-		return false
+// Error kinds of a failed call (the Kind of an *Error).
+const (
+	KindAuth      = "auth"      // 401, 403: the key is wrong or lacks access
+	KindConfig    = "config"    // 404: no such model or endpoint
+	KindRejected  = "rejected"  // 400, 413, 422: the server will not take this input
+	KindThrottled = "throttled" // 429
+	KindServer    = "server"    // 5xx, 408
+	KindTimeout   = "timeout"
+	KindNetwork   = "network"
+)
+
+// Error is a failed LLM call, classified for the pipeline: Transient
+// failures stall ingest and are retried, Unavailable ones (auth and
+// configuration) stall it and fail readiness until an operator acts, and
+// InputRejected ones fail only the input they name.
+type Error struct {
+	Kind   string
+	Status int // HTTP status, 0 when the call got no answer
+	Err    error
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("llm %s error (HTTP %d): %v", e.Kind, e.Status, e.Err)
 	}
-	var ne net.Error
-	return errors.Is(err, errTimeout) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+	return fmt.Sprintf("llm %s error: %v", e.Kind, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Transient reports a failure worth retrying as is: throttling, server
+// errors, timeouts and broken connections.
+func (e *Error) Transient() bool {
+	switch e.Kind {
+	case KindThrottled, KindServer, KindTimeout, KindNetwork:
+		return true
+	}
+	return false
+}
+
+// Unavailable reports an auth or configuration failure: nothing will work
+// until llm.api_key, llm.model or llm.base_url is fixed.
+func (e *Error) Unavailable() bool { return e.Kind == KindAuth || e.Kind == KindConfig }
+
+// InputRejected reports that the server refused this request's content.
+func (e *Error) InputRejected() bool { return e.Kind == KindRejected }
+
+// classify turns a call error into an *Error. Statuses the table does not
+// name count as server errors: retrying is safe, and dropping is not.
+func classify(err error) *Error {
+	var le *Error
+	if errors.As(err, &le) {
+		return le
+	}
+	s := statusOf(err)
+	switch {
+	case s == http.StatusUnauthorized || s == http.StatusForbidden:
+		return &Error{Kind: KindAuth, Status: s, Err: err}
+	case s == http.StatusNotFound:
+		return &Error{Kind: KindConfig, Status: s, Err: err}
+	case s == http.StatusBadRequest || s == http.StatusRequestEntityTooLarge || s == http.StatusUnprocessableEntity:
+		return &Error{Kind: KindRejected, Status: s, Err: err}
+	case s == http.StatusTooManyRequests:
+		return &Error{Kind: KindThrottled, Status: s, Err: err}
+	case s != 0:
+		return &Error{Kind: KindServer, Status: s, Err: err}
+	case errors.Is(err, errTimeout):
+		return &Error{Kind: KindTimeout, Err: err}
+	}
+	return &Error{Kind: KindNetwork, Err: err}
 }
 
 // outcome is the bounded label of a failed call.
 func outcome(err error) string {
-	switch s := statusOf(err); {
-	case s == http.StatusTooManyRequests:
+	switch le := classify(err); le.Kind {
+	case KindThrottled:
 		return "rate_limited"
-	case s >= 500:
+	case KindServer:
 		return "server_error"
-	case s != 0:
+	case KindAuth, KindConfig, KindRejected:
 		return "client_error"
-	}
-	if errors.Is(err, errTimeout) {
+	case KindTimeout:
 		return "timeout"
 	}
 	return "network_error"

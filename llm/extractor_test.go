@@ -3,6 +3,7 @@ package llm_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -302,7 +303,9 @@ func TestTransientFailuresRetriedThenSucceed(t *testing.T) {
 	}
 }
 
-func TestFailuresFallBackToOffline(t *testing.T) {
+// Only an answer that stays invalid after the re-ask falls back to the
+// offline extractor: the model did answer, and would answer the same way.
+func TestInvalidAnswersFallBackToOffline(t *testing.T) {
 	t.Parallel()
 	offline := extract.NewOffline(extract.OfflineConfig{})
 	cases := []struct {
@@ -310,10 +313,7 @@ func TestFailuresFallBackToOffline(t *testing.T) {
 		script    []reply
 		wantCalls int
 	}{
-		{"server errors exhaust retries", []reply{status(503)}, 3},
-		{"timeouts exhaust retries", []reply{hang}, 3},
 		{"malformed twice", []reply{malformed}, 2},
-		{"client error is not retried", []reply{status(400)}, 1},
 		{"wrong message index twice", []reply{func(w http.ResponseWriter, _ *http.Request, req chatRequest) {
 			completion(w, strings.ReplaceAll(answer(t, req), `"message_index":`, `"message_index":10`))
 		}}, 2},
@@ -343,6 +343,130 @@ func TestFailuresFallBackToOffline(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An outage, a bad key or a missing model is reported, classified, for
+// every input: the extractor used to fall back to the offline extractor on
+// any error, so a wrong API key ingested the whole stream at rule quality
+// for good (issue 15 item 10).
+func TestProviderFaultsAreReportedNotHidden(t *testing.T) {
+	t.Parallel()
+	type class struct{ transient, unavailable, rejected bool }
+	cases := []struct {
+		name      string
+		script    []reply
+		want      class
+		wantCalls int
+	}{
+		{"server errors exhaust retries", []reply{status(503)}, class{transient: true}, 3},
+		{"timeouts exhaust retries", []reply{hang}, class{transient: true}, 3},
+		{"rate limited", []reply{status(429)}, class{transient: true}, 3},
+		{"bad api key", []reply{status(401)}, class{unavailable: true}, 1},
+		{"no such model", []reply{status(404)}, class{unavailable: true}, 1},
+		// The group is rejected, then each of its 3 chunks alone.
+		{"rejected input", []reply{status(400)}, class{rejected: true}, 4},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, tc.script...)
+			e, reg := newExtractor(t, f, llm.Config{MaxRetries: 2, ChunksPerCall: 4, Concurrency: 2, Timeout: 100 * time.Millisecond})
+			in := inputs(3)
+			_, err := e.Extract(context.Background(), in)
+			var be *extract.BatchError
+			if !errors.As(err, &be) || be.Len() != len(in) {
+				t.Fatalf("Extract error = %v, want a BatchError naming all %d inputs", err, len(in))
+			}
+			be.Each(func(i int, err error) {
+				var le *llm.Error
+				if !errors.As(err, &le) {
+					t.Fatalf("input %d: error %v is not an *llm.Error", i, err)
+				}
+				if got := (class{le.Transient(), le.Unavailable(), le.InputRejected()}); got != tc.want {
+					t.Errorf("input %d: class %+v, want %+v (%v)", i, got, tc.want, le)
+				}
+			})
+			if got := counter(t, reg, "memstream_llm_fallback_chunks_total"); got != 0 {
+				t.Errorf("fallback chunks = %v, want 0: a provider fault must not degrade silently", got)
+			}
+			if got := f.numCalls(); got != tc.wantCalls {
+				t.Errorf("calls = %d, want %d", got, tc.wantCalls)
+			}
+		})
+	}
+}
+
+// A chunk the server refuses fails alone: the rest of its call is asked
+// again chunk by chunk and keeps its LLM facts.
+func TestRejectedChunkFailsAlone(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, req chatRequest) {
+		for _, c := range chunksOf(t, req) {
+			for _, m := range c.Messages {
+				if strings.Contains(m.Text, "number 2.") {
+					status(400)(w, r, req)
+					return
+				}
+			}
+		}
+		valid(t)(w, r, req)
+	})
+	e, _ := newExtractor(t, f, llm.Config{ChunksPerCall: 4, Concurrency: 2})
+	in := inputs(4)
+	out, err := e.Extract(context.Background(), in)
+	var be *extract.BatchError
+	if !errors.As(err, &be) || be.Len() != 1 || be.Err(2) == nil {
+		t.Fatalf("Extract error = %v, want only input 2 failed", err)
+	}
+	good := []int{0, 1, 3}
+	var gin []extract.Input
+	var gout [][]extract.Fact
+	for _, i := range good {
+		gin, gout = append(gin, in[i]), append(gout, out[i])
+	}
+	checkLLMFacts(t, gin, gout)
+}
+
+// Every fallback is counted, but logged at most once a minute.
+func TestFallbackLoggedOncePerMinute(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, malformed)
+	var buf syncBuffer
+	reg := prometheus.NewRegistry()
+	e, err := llm.New(llm.Deps{Registerer: reg, Logger: slog.New(slog.NewTextHandler(&buf, nil))}, llm.Config{BaseURL: f.srv.URL + "/v1",
+		Model: "m", ChunksPerCall: 2, Concurrency: 1, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for i := 0; i < 3; i++ {
+		if _, err := e.Extract(context.Background(), inputs(2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := counter(t, reg, "memstream_llm_fallback_chunks_total"); got != 6 {
+		t.Errorf("fallback chunks = %v, want 6", got)
+	}
+	if n := strings.Count(buf.String(), "offline extractor instead"); n != 1 {
+		t.Errorf("fallback logged %d times in three calls, want once:\n%s", n, buf.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestRepairsWithoutReask(t *testing.T) {
