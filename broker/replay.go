@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/memstream/memstream/event"
 )
 
 // DLQReplayGroup is the consumer group whose committed offsets record how far
@@ -239,16 +241,36 @@ func ReplayDLQ(ctx context.Context, cl *kgo.Client, cfg ReplayConfig) (ReplayRes
 
 // stripDLQ rebuilds the record the producer originally sent: same key, value
 // and headers, minus the dead-letter headers, addressed to its source topic.
+// It adds one header, the idempotency key the original record had
+// (source topic/partition/offset), unless an earlier replay set it: the
+// copy gets a new offset, and without the header an event without
+// event_id would be a new event each time it is replayed.
 func stripDLQ(r *kgo.Record, defaultTopic string) *kgo.Record {
 	out := &kgo.Record{Topic: defaultTopic, Key: r.Key, Value: r.Value}
+	var srcTopic, srcPartition, srcOffset string
+	hasKey := false
 	for _, h := range r.Headers {
-		if h.Key == HeaderSourceTopic && len(h.Value) > 0 {
-			out.Topic = string(h.Value)
+		switch h.Key {
+		case HeaderSourceTopic:
+			srcTopic = string(h.Value)
+			if len(h.Value) > 0 {
+				out.Topic = srcTopic
+			}
+		case HeaderSourcePartition:
+			srcPartition = string(h.Value)
+		case HeaderSourceOffset:
+			srcOffset = string(h.Value)
+		case event.HeaderIdempotencyKey:
+			hasKey = len(h.Value) > 0
 		}
 		if hasAnyPrefix(h.Key, dlqHeaderPrefixes) {
 			continue
 		}
 		out.Headers = append(out.Headers, h)
+	}
+	if !hasKey && srcTopic != "" && srcPartition != "" && srcOffset != "" {
+		out.Headers = append(out.Headers, kgo.RecordHeader{Key: event.HeaderIdempotencyKey,
+			Value: []byte(srcTopic + "/" + srcPartition + "/" + srcOffset)})
 	}
 	return out
 }

@@ -213,6 +213,9 @@ func Decode(r *kgo.Record, maxBytes int) (*Decoded, error) {
 	}
 	d.Key = ev.EventID
 	if d.Key == "" {
+		d.Key = headerKey(r)
+	}
+	if d.Key == "" {
 		d.Key = r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "/" + strconv.FormatInt(r.Offset, 10)
 	}
 	d.DocumentID = ev.DocumentID
@@ -255,4 +258,24 @@ type Position struct {
 	Topic     string
 	Partition int32
 	Offset    int64
+}
+
+// HeaderIdempotencyKey carries the idempotency key of an event without
+// event_id when the record is not where the event was first produced: a
+// DLQ replay sets it to the original record's topic/partition/offset, so
+// that replaying one dead letter twice (a crash between the replay's
+// produce and its commit) stores it once.
+const HeaderIdempotencyKey = "memstream.idempotency_key"
+
+// maxHeaderKeyBytes bounds a key taken from a header, as long as a key
+// derived from a topic name (249 bytes), partition and offset can be.
+const maxHeaderKeyBytes = 300
+
+func headerKey(r *kgo.Record) string {
+	for _, h := range r.Headers {
+		if h.Key == HeaderIdempotencyKey && len(h.Value) > 0 && len(h.Value) <= maxHeaderKeyBytes && utf8.Valid(h.Value) {
+			return string(h.Value)
+		}
+	}
+	return ""
 }
