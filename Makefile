@@ -4,7 +4,7 @@
 GO ?= go
 PKGS_RACE := ./consumer/... ./pipeline/...
 
-.PHONY: all deps build demo serve test vet test-race test-rest test-console console console-screenshots test-kafka bench clean
+.PHONY: all deps build demo serve test vet test-race test-rest test-chaos test-console console console-screenshots test-kafka bench clean
 
 all: build
 
@@ -32,9 +32,18 @@ test-race:
 	MEMSTREAM_REQUIRE_MODEL=1 $(GO) test -race -timeout 15m $(PKGS_RACE)
 
 test-rest:
-	MEMSTREAM_REQUIRE_MODEL=1 $(GO) test -timeout 20m $$($(GO) list ./... | grep -v -e /consumer -e /pipeline)
+	MEMSTREAM_REQUIRE_MODEL=1 $(GO) test -timeout 20m $$($(GO) list ./... | grep -v -e /consumer -e /pipeline -e /internal/chaos)
 
-test: deps vet test-race test-rest test-console
+# The bounded chaos test (internal/chaos): broker faults, a PostgreSQL
+# restart, a SIGKILL of memstream, poison, a 1 MB event, retried retains.
+# It prints its one summary line; on failure, its whole output.
+test-chaos:
+	@log=$$(mktemp); \
+	if $(GO) test -count=1 -timeout 20m -v -run TestChaos ./internal/chaos/ >$$log 2>&1; then \
+		grep '^chaos:' $$log; rm -f $$log; \
+	else cat $$log; rm -f $$log; exit 1; fi
+
+test: deps vet test-race test-rest test-chaos test-console
 
 # The web console: its bundle (console/dist, embedded with go:embed and
 # committed, so go build needs no Node) must be what web/ builds to, and the
