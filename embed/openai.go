@@ -178,7 +178,7 @@ func (o *OpenAI) embedBatch(ctx context.Context, kind Kind, batch []string) ([][
 			return nil, ctx.Err()
 		}
 		if attempt >= o.cfg.MaxRetries || !retryable(err) {
-			return nil, fmt.Errorf("after %d attempts: %w", attempt+1, err)
+			return nil, &Error{Status: statusOf(err), Err: fmt.Errorf("after %d attempts: %w", attempt+1, err)}
 		}
 		// Equal jitter: wait between half and all of the backoff, so
 		// retries spread out but still back off.
@@ -218,6 +218,48 @@ func (o *OpenAI) check(resp openai.EmbeddingResponse, n int) ([][]float32, error
 // retryable reports errors that another attempt may fix: rate limits,
 // server errors, timeouts and broken connections. Client errors such as a
 // bad key or an unknown model are returned at once.
+// Error is a failed embedding request, classified for the ingest pipeline:
+// an outage (Transient) stalls ingest and is retried, a refused key or a
+// missing model (Unavailable) stalls it and fails readiness, and an input
+// the server refuses (InputRejected) fails only its record. Without the
+// classes, an outage that outlasted the retries here dead-lettered whole
+// batches.
+type Error struct {
+	Status int // HTTP status, 0 when no answer came
+	Err    error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Transient reports throttling, server errors, timeouts and broken
+// connections.
+func (e *Error) Transient() bool { return retryable(e.Err) }
+
+// Unavailable reports a refused key (401, 403) or an unknown model or
+// endpoint (404).
+func (e *Error) Unavailable() bool {
+	return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden || e.Status == http.StatusNotFound
+}
+
+// InputRejected reports a request the server refuses for its content.
+func (e *Error) InputRejected() bool {
+	return e.Status == http.StatusBadRequest || e.Status == http.StatusRequestEntityTooLarge || e.Status == http.StatusUnprocessableEntity
+}
+
+func statusOf(err error) int {
+	var apiErr *openai.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.HTTPStatusCode
+	}
+	var reqErr *openai.RequestError
+	if errors.As(err, &reqErr) {
+		return reqErr.HTTPStatusCode
+	}
+	return 0
+}
+
 func retryable(err error) bool {
 	var apiErr *openai.APIError
 	if errors.As(err, &apiErr) {

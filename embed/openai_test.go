@@ -3,6 +3,7 @@ package embed
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -176,6 +177,37 @@ func TestOpenAINoRetryOnClientError(t *testing.T) {
 	}
 	if len(f.requests) != 1 {
 		t.Errorf("requests = %d, want 1: a bad key does not get better", len(f.requests))
+	}
+}
+
+// Failures carry their class, so that ingest stalls on an outage or a bad
+// key instead of dead-lettering batches, and dead-letters only an input
+// the server refuses.
+func TestOpenAIErrorsAreClassified(t *testing.T) {
+	t.Parallel()
+	type class struct{ transient, unavailable, rejected bool }
+	for _, tc := range []struct {
+		status int
+		want   class
+	}{
+		{503, class{transient: true}}, {429, class{transient: true}},
+		{401, class{unavailable: true}}, {404, class{unavailable: true}},
+		{400, class{rejected: true}}, {413, class{rejected: true}},
+	} {
+		f := &fakeEmbeddings{dim: 3, fail: []int{tc.status, tc.status, tc.status, tc.status}}
+		o := newFakeOpenAI(t, f, 3, 10)
+		_, err := o.EmbedDocuments(context.Background(), []string{"x"})
+		var c interface {
+			Transient() bool
+			Unavailable() bool
+			InputRejected() bool
+		}
+		if !errors.As(err, &c) {
+			t.Fatalf("HTTP %d: error %v carries no class", tc.status, err)
+		}
+		if got := (class{c.Transient(), c.Unavailable(), c.InputRejected()}); got != tc.want {
+			t.Errorf("HTTP %d: class %+v, want %+v", tc.status, got, tc.want)
+		}
 	}
 }
 
