@@ -3,6 +3,8 @@ package recall
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/memstream/memstream/simscale"
@@ -39,6 +41,14 @@ type Config struct {
 	// RRFK is the reciprocal-rank-fusion constant; 60 is the value of the
 	// original paper and damps the weight of any one arm's top rank.
 	RRFK float64
+	// ArmWeights multiply each arm's reciprocal ranks in RRF (weighted
+	// RRF). Default semantic 1, keyword 0.5, graph 0.5, temporal 1: a
+	// keyword match on one word the query shares with small talk ("party",
+	// "morning") or the user's own entity in the graph says less about a
+	// fact than its meaning or the period it is in; set on the tuning part
+	// of the eval and frozen (docs/EVALUATION.md). An arm missing from the
+	// map weighs 1; heuristics_off arm_weights gives every arm 1.
+	ArmWeights map[string]float64
 	// DefaultMaxTokens applies when a request gives no MaxTokens. Default
 	// 4096, as in SPEC §5.
 	DefaultMaxTokens int
@@ -103,6 +113,9 @@ func (c Config) WithDefaults() Config {
 	if c.RRFK == 0 {
 		c.RRFK = 60
 	}
+	if c.ArmWeights == nil {
+		c.ArmWeights = map[string]float64{ArmSemantic: 1, ArmKeyword: 0.5, ArmGraph: 0.5, ArmTemporal: 1}
+	}
 	if c.DefaultMaxTokens == 0 {
 		c.DefaultMaxTokens = 4096
 	}
@@ -152,6 +165,14 @@ func (c Config) validate() error {
 	}
 	if c.RRFK < 0 {
 		return fmt.Errorf("recall config rrf_k: must not be negative, got %g", c.RRFK)
+	}
+	for a, w := range c.ArmWeights {
+		if !slices.Contains(allArms, a) {
+			return fmt.Errorf("recall config arm_weights: %q is not semantic, keyword, graph or temporal", a)
+		}
+		if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
+			return fmt.Errorf("recall config arm_weights.%s: %g is not a finite weight >= 0", a, w)
+		}
 	}
 	if c.DefaultMaxTokens < 1 {
 		return fmt.Errorf("recall config default_max_tokens: must be positive, got %d", c.DefaultMaxTokens)

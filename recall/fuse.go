@@ -31,10 +31,15 @@ type fused struct {
 // among them to the similarity term of the final score, and a large tie
 // group, which says little about any one member, contributes little.
 //
+// Weighted RRF multiplies an arm's reciprocal ranks by its weight
+// (weights nil: every arm 1), as in the weighted variants of RRF used by
+// hybrid search engines: ranks keep the arms' scales out of fusion, and the
+// weight says how much a rank of that arm is worth.
+//
 // Interleave takes the arms' lists in turn (semantic, keyword, graph,
 // temporal), skipping facts already taken, so every arm is guaranteed its
 // share of the top; its value is 1/(k + position).
-func fuse(method string, arms []ArmTrace, k float64) []fused {
+func fuse(method string, arms []ArmTrace, k float64, weights map[string]float64) []fused {
 	byID := map[uuid.UUID]*fused{}
 	var order []*fused
 	get := func(id uuid.UUID) *fused {
@@ -86,6 +91,10 @@ func fuse(method string, arms []ArmTrace, k float64) []fused {
 		}
 	default:
 		for _, a := range arms {
+			w := 1.0
+			if x, ok := weights[a.Arm]; ok {
+				w = x
+			}
 			cs := a.Candidates
 			for i := 0; i < len(cs); {
 				j := i + 1
@@ -95,7 +104,7 @@ func fuse(method string, arms []ArmTrace, k float64) []fused {
 				// ranks i+1 … j share their mean
 				rank := float64(i+1+j) / 2
 				for _, c := range cs[i:j] {
-					byID[c.ID].Rel += 1 / (k + rank)
+					byID[c.ID].Rel += w / (k + rank)
 				}
 				i = j
 			}

@@ -113,10 +113,13 @@ const (
 	// vector (simscale.Scale.Declarative), so that a question is matched
 	// with the statements that answer it rather than with other questions.
 	HeuristicQueryForm = "query_form"
+	// HeuristicArmWeights weighs the arms in RRF (Config.ArmWeights);
+	// off, every arm counts the same.
+	HeuristicArmWeights = "arm_weights"
 )
 
 // Heuristics lists every switchable heuristic, in ablation order.
-var Heuristics = []string{HeuristicDedupe, HeuristicRecency, HeuristicQueryForm}
+var Heuristics = []string{HeuristicDedupe, HeuristicRecency, HeuristicQueryForm, HeuristicArmWeights}
 
 // Scores explains a result's rank.
 type Scores struct {
@@ -567,7 +570,11 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 	}
 
 	armsDone := time.Now()
-	fs := fuse(q.Fusion, traces, r.cfg.RRFK)
+	weights := r.cfg.ArmWeights
+	if q.off[HeuristicArmWeights] {
+		weights = nil
+	}
+	fs := fuse(q.Fusion, traces, r.cfg.RRFK, weights)
 	resp := Response{Results: []Result{}}
 	var dropped, used, collapsed int
 	var rerankNote string

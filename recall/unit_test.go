@@ -24,7 +24,7 @@ func TestFuseRRF(t *testing.T) {
 		{Arm: ArmSemantic, Candidates: []Candidate{cand(1, .9), cand(2, .8), cand(3, .7)}},
 		{Arm: ArmKeyword, Candidates: []Candidate{cand(3, 5), cand(4, 2)}},
 	}
-	got := fuse(FusionRRF, arms, 60)
+	got := fuse(FusionRRF, arms, 60, nil)
 	// 3 is second-ish in both lists: 1/63 + 1/61 beats 1's lone 1/61.
 	order := []byte{}
 	for _, f := range got {
@@ -42,6 +42,43 @@ func TestFuseRRF(t *testing.T) {
 	}
 }
 
+func TestFuseWeightedRRF(t *testing.T) {
+	arms := []ArmTrace{
+		{Arm: ArmSemantic, Candidates: []Candidate{cand(1, .9), cand(2, .8)}},
+		{Arm: ArmKeyword, Candidates: []Candidate{cand(3, 5)}},
+	}
+	order := func(w map[string]float64) []byte {
+		var o []byte
+		for _, f := range fuse(FusionRRF, arms, 60, w) {
+			o = append(o, f.ID[0])
+		}
+		return o
+	}
+	// Equal weights: the arms' tops 1 and 3 tie at 1/61 (ids break it),
+	// above 2's 1/62.
+	if got := order(nil); !slices.Equal(got, []byte{1, 3, 2}) {
+		t.Fatalf("equal weights: %v, want [1 3 2]", got)
+	}
+	// A keyword rank worth half: 3's 0.5/61 falls below 2's 1/62.
+	if got := order(map[string]float64{ArmKeyword: 0.5}); !slices.Equal(got, []byte{1, 2, 3}) {
+		t.Fatalf("keyword weight 0.5: %v, want [1 2 3]", got)
+	}
+	if got := order(map[string]float64{ArmKeyword: 0}); got[len(got)-1] != 3 {
+		t.Fatalf("keyword weight 0: %v, want 3 last", got)
+	}
+}
+
+func TestArmWeightsValidated(t *testing.T) {
+	for _, w := range []map[string]float64{{"vector": 1}, {ArmKeyword: -1}, {ArmGraph: math.NaN()}} {
+		if err := (Config{ArmWeights: w}).WithDefaults().validate(); err == nil {
+			t.Errorf("weights %v accepted", w)
+		}
+	}
+	if err := (Config{}).WithDefaults().validate(); err != nil {
+		t.Errorf("defaults rejected: %v", err)
+	}
+}
+
 func TestFuseInterleave(t *testing.T) {
 	arms := []ArmTrace{
 		{Arm: ArmSemantic, Candidates: []Candidate{cand(1, .9), cand(2, .8), cand(3, .7)}},
@@ -49,7 +86,7 @@ func TestFuseInterleave(t *testing.T) {
 		{Arm: ArmTemporal, Candidates: []Candidate{cand(5, 1)}},
 	}
 	var order []byte
-	for _, f := range fuse(FusionInterleave, arms, 60) {
+	for _, f := range fuse(FusionInterleave, arms, 60, nil) {
 		order = append(order, f.ID[0])
 	}
 	// round 1: 1 (semantic), 1 again (skipped), 5; round 2: 2, 4; round 3: 3
@@ -259,7 +296,7 @@ func TestFuseRRFTiesShareMeanRank(t *testing.T) {
 	// entity links them all) and then a weaker one. The tied three share
 	// rank (1+2+3)/3 = 2, whatever their id order.
 	arms := []ArmTrace{{Arm: ArmGraph, Candidates: []Candidate{cand(9, .4), cand(1, .4), cand(5, .4+1e-12), cand(2, .1)}}}
-	got := fuse(FusionRRF, arms, 60)
+	got := fuse(FusionRRF, arms, 60, nil)
 	rel := map[byte]float64{}
 	for _, f := range got {
 		rel[f.ID[0]] = f.Rel
@@ -274,7 +311,7 @@ func TestFuseRRFTiesShareMeanRank(t *testing.T) {
 	// The next tie group starts after the first: a two-way tie at ranks
 	// 2–3 shares 2.5, below the untied first.
 	arms = []ArmTrace{{Arm: ArmKeyword, Candidates: []Candidate{cand(1, 3), cand(2, 2), cand(3, 2)}}}
-	got = fuse(FusionRRF, arms, 60)
+	got = fuse(FusionRRF, arms, 60, nil)
 	if want := (1 / 62.5) / (1.0 / 61); math.Abs(got[1].Rel-want) > 1e-12 || got[1].Rel != got[2].Rel {
 		t.Errorf("second group = %v, %v, want both %g", got[1].Rel, got[2].Rel, want)
 	}
