@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -903,4 +904,13 @@ func normTags(tags []string) []string {
 
 func scopeKey(tags []string) string {
 	return fmt.Sprint(normTags(tags))
+}
+
+// WriteSummary prints a drain's result for people (memstream consolidate).
+func (r Result) WriteSummary(w io.Writer, bank string, took time.Duration) {
+	if r.Paused {
+		fmt.Fprintf(w, "bank %s: consolidation is paused; resume it through the bank API (consolidation_state running)\n", bank)
+	}
+	fmt.Fprintf(w, "done in %s: %d facts consolidated; observations %d created, %d updated, %d invalidated, %d merged; %d evidence added; %d mental models refreshed\n",
+		took.Round(time.Millisecond), r.Facts, r.Created, r.Updated, r.Invalidated, r.Merged, r.Evidence, r.MentalModels)
 }

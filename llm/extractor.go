@@ -467,3 +467,15 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
+
+// Check returns a probe of an OpenAI-compatible endpoint (its model
+// list), for the API's /health/llm: whether the configured LLM answers.
+func Check(baseURL, apiKey string) func(context.Context) error {
+	oc := openai.DefaultConfig(apiKey)
+	oc.BaseURL = baseURL
+	cl := openai.NewClientWithConfig(oc)
+	return func(ctx context.Context) error {
+		_, err := cl.ListModels(ctx)
+		return err
+	}
+}

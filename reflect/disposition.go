@@ -71,3 +71,18 @@ type RequestError struct {
 
 // Error names the field, so the log line says what to fix.
 func (e *RequestError) Error() string { return fmt.Sprintf("reflect: %s: %s", e.Field, e.Message) }
+
+// ParseDisposition reads "skepticism,literalism,empathy", each 1-5, as
+// `memstream reflect --disposition 5,3,1` gives it.
+func ParseDisposition(v string) (Disposition, error) {
+	var d Disposition
+	if _, err := fmt.Sscanf(v, "%d,%d,%d", &d.Skepticism, &d.Literalism, &d.Empathy); err != nil {
+		return d, fmt.Errorf("want skepticism,literalism,empathy like 5,3,1: %w", err)
+	}
+	for _, x := range []int{d.Skepticism, d.Literalism, d.Empathy} {
+		if x < 1 || x > 5 {
+			return d, fmt.Errorf("each trait must be 1-5, got %s", v)
+		}
+	}
+	return d, nil
+}

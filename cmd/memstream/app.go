@@ -27,6 +27,7 @@ import (
 	"github.com/memstream/memstream/extract"
 	"github.com/memstream/memstream/llm"
 	"github.com/memstream/memstream/mcpserver"
+	"github.com/memstream/memstream/ops"
 	"github.com/memstream/memstream/pgserver"
 	"github.com/memstream/memstream/pipeline"
 	"github.com/memstream/memstream/recall"
@@ -80,7 +81,7 @@ type app struct {
 	// worker consolidates (when runWorker) and refreshes mental models.
 	worker    *consolidate.Worker
 	runWorker bool
-	ops       *opsServer
+	ops       *ops.Server
 	// apiAddr receives the bound HTTP address once listening.
 	apiAddr chan string
 }
@@ -376,7 +377,7 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 		}
 		a.api, err = recallapi.New(recallapi.Deps{Store: a.st, Recaller: rc, Publisher: broker.NewPublisher(a.prod, cfg.Kafka.Topics[0]), Gate: gate,
 			Ready: ready, Gatherer: reg, Registerer: reg, Logger: log, OnPolicyChange: policies.Invalidate,
-			Reflector: rf, Refresher: a.worker, Listener: a.st, Console: ui, Embedder: emb, Extractor: ex, CheckLLM: llmCheck(cfg),
+			Reflector: rf, Refresher: a.worker, Listener: a.st, Console: ui, Embedder: emb, Extractor: ex, CheckLLM: checkLLM(cfg),
 			DeadLetters: broker.NewDeadLetterArchive(a.prod, brokers, cfg.Kafka.ClientID+"-console", cfg.Kafka.DLQTopic, cfg.Kafka.Topics[0]),
 			Redact:      redactor.RedactAll}, recallapi.Config{
 			Addr: cfg.HTTP.Addr, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, RetainWait: cfg.HTTP.RetainWait, MaxEventBytes: cfg.Kafka.MaxEventBytes,
@@ -396,7 +397,9 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 		a.api.Mount("/mcp/", mcpSrv.Handler())
 	} else {
 		// Ingest- and worker-only replicas serve probes and metrics too.
-		a.ops = &opsServer{addr: cfg.HTTP.Addr, ready: a.readiness(rl), gatherer: reg}
+		if a.ops, err = ops.New(ops.Deps{Gatherer: reg, Ready: a.readiness(rl)}, ops.Config{Addr: cfg.HTTP.Addr}); err != nil {
+			return a, err
+		}
 	}
 	return a, nil
 }
@@ -418,19 +421,13 @@ func (a *app) readiness(rl roles) map[string]func(context.Context) error {
 	return ready
 }
 
-// llmCheck tells /…/health/llm whether the configured LLM answers; nil
-// with the offline providers.
-func llmCheck(cfg config.Config) recallapi.LLMChecker {
+// checkLLM probes the configured LLM for /…/health/llm; nil when the
+// offline providers are configured.
+func checkLLM(cfg config.Config) recallapi.LLMChecker {
 	if cfg.LLM.Provider != "openai" {
 		return nil
 	}
-	oc := openai.DefaultConfig(cfg.LLM.APIKey)
-	oc.BaseURL = cfg.LLM.BaseURL
-	cl := openai.NewClientWithConfig(oc)
-	return func(ctx context.Context) error {
-		_, err := cl.ListModels(ctx)
-		return err
-	}
+	return llm.Check(cfg.LLM.BaseURL, cfg.LLM.APIKey)
 }
 
 // newReflector builds reflect with the configured LLM, or the offline
@@ -496,7 +493,7 @@ func (a *app) run(ctx context.Context) error {
 		goRun("consolidation worker", a.worker.Run)
 	}
 	if a.ops != nil {
-		goRun("http", a.ops.serve)
+		goRun("http", a.ops.Run)
 	}
 	var err error
 	select {
@@ -510,7 +507,7 @@ func (a *app) run(ctx context.Context) error {
 		a.api.SetDraining()
 	}
 	if a.ops != nil {
-		a.ops.draining.Store(true)
+		a.ops.SetDraining()
 	}
 	if a.cons != nil {
 		if serr := a.cons.Stop(sctx); serr != nil {
@@ -526,6 +523,47 @@ func (a *app) run(ctx context.Context) error {
 	wg.Wait()
 	a.stop(sctx)
 	return err
+}
+
+// inProcess is a memstream with every role running in this process, for
+// commands that talk to it as a client would (demo, eval run).
+type inProcess struct {
+	a      *app
+	addr   string
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+	err    error
+}
+
+// serveInProcess starts every role and returns once the API listens.
+func serveInProcess(ctx context.Context, cfg config.Config, log *slog.Logger) (*inProcess, error) {
+	a, err := start(ctx, cfg, roles{ingest: true, api: true, worker: true}, newRegistry(), log)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	p := &inProcess{a: a, cancel: cancel, done: make(chan error, 1)}
+	go func() { p.done <- a.run(runCtx) }()
+	select {
+	case p.addr = <-a.apiAddr:
+		return p, nil
+	case err := <-p.done:
+		cancel()
+		return nil, fmt.Errorf("in-process memstream stopped before serving: %w", err)
+	}
+}
+
+// wait blocks until the run ends (ctx ended or a component failed).
+func (p *inProcess) wait() error {
+	p.once.Do(func() { p.err = <-p.done })
+	return p.err
+}
+
+// stop ends the run and waits for it.
+func (p *inProcess) stop() error {
+	p.cancel()
+	return p.wait()
 }
 
 // stop closes what start opened, in dependency order: pipeline, Kafka

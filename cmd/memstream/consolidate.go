@@ -115,10 +115,6 @@ func cmdConsolidate(ctx context.Context, args []string, stdout, stderr io.Writer
 			consolidate.Result
 		}{*bank, time.Since(start).Seconds(), res})
 	}
-	if res.Paused {
-		fmt.Fprintf(stdout, "bank %s: consolidation is paused; resume it through the bank API (consolidation_state running)\n", *bank)
-	}
-	fmt.Fprintf(stdout, "done in %s: %d facts consolidated; observations %d created, %d updated, %d invalidated, %d merged; %d evidence added; %d mental models refreshed\n",
-		time.Since(start).Round(time.Millisecond), res.Facts, res.Created, res.Updated, res.Invalidated, res.Merged, res.Evidence, res.MentalModels)
+	res.WriteSummary(stdout, *bank, time.Since(start))
 	return nil
 }

@@ -19,73 +19,22 @@ import (
 	"github.com/memstream/memstream/pgserver"
 )
 
-const evalUsage = `Usage:
-  memstream eval gen --out DIR [--seed N] [--size small|full|gate] [--part heldout|tuning|both]
-  memstream eval run DIR [--api URL] [--part heldout|tuning] [--arms a,b] [--fusion rrf|interleave] [--ablation]
-
-gen writes a deterministic LongMemEval-style dataset (events.jsonl,
-questions.jsonl, manifest.json) with two parts: a tuning part, and a
-held-out part with its own vocabulary that is reported and gated but never
-tuned against. run ingests DIR/events.jsonl through Kafka (by default into
-a private in-process memstream: embedded Kafka, a managed PostgreSQL on a
-free port in a temporary directory, the HTTP API), waits until every event
-is stored, asks every question through the recall API, asks the same
-questions of two plain baselines over the raw turns (BM25, and dense top-k
-with the configured embedder), scores each part on its own and writes
-report.json, report.md, recall_by_type.png and the tuning part's
-misses.jsonl into DIR.
-`
-
 func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, evalUsage)
+		fmt.Fprint(stderr, eval.Usage)
 		return errors.New("eval: name a subcommand, gen or run")
 	}
 	switch args[0] {
 	case "gen":
-		return cmdEvalGen(args[1:], stdout, stderr)
+		return eval.GenCommand(args[1:], stdout, stderr)
 	case "run":
 		return cmdEvalRun(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, evalUsage)
+		fmt.Fprint(stdout, eval.Usage)
 		return nil
 	}
-	fmt.Fprint(stderr, evalUsage)
+	fmt.Fprint(stderr, eval.Usage)
 	return fmt.Errorf("eval: unknown subcommand %q (gen, run)", args[0])
-}
-
-func cmdEvalGen(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("eval gen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	seed := fs.Int64("seed", 1, "random seed; the same seed and size give byte-identical files")
-	out := fs.String("out", "", "directory to write the dataset to (required)")
-	size := fs.String("size", "small", "preset: small (about 60 questions per part, for tests), full (several hundred per part, for reports) or gate (the make test gate: small, held-out only)")
-	part := fs.String("part", "both", "parts to generate: heldout, tuning or both")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, evalUsage+"\nFlags of gen:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *out == "" {
-		fs.Usage()
-		return errors.New("eval gen: --out is required")
-	}
-	cfg, err := eval.Preset(*size, *part)
-	if err != nil {
-		return fmt.Errorf("eval gen: %w", err)
-	}
-	cfg.Seed = *seed
-	d, err := eval.Generate(cfg)
-	if err != nil {
-		return err
-	}
-	if err := d.Write(*out); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %s (%s): %s", *out, *size, d.Manifest.Summary())
-	return nil
 }
 
 // evalRunOptions is what `eval run` does; the regression test fills it
@@ -118,7 +67,7 @@ func cmdEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	part := fs.String("part", "", "run one part only: heldout or tuning (default: every part of the dataset)")
 	noBaselines := fs.Bool("no-baselines", false, "skip the BM25 and dense baselines over the raw turns")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, evalUsage+"\nFlags of run:\n")
+		fmt.Fprint(stderr, eval.Usage+"\nFlags of run:\n")
 		fs.PrintDefaults()
 	}
 	dir, rest := splitPositional(args)
@@ -141,7 +90,7 @@ func cmdEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	opts := evalRunOptions{API: *api, Config: cfg, BenchmarkConfig: eval.BenchmarkConfig{
 		Dir: dir, Token: os.Getenv("MEMSTREAM_API_KEY"), SkipIngest: *skip,
-		Arms: splitList(*arms), Fusion: *fusion, Ablation: *ablation, MaxTokens: *maxTokens, Concurrency: *conc,
+		Arms: strings.FieldsFunc(*arms, func(r rune) bool { return r == ',' || r == ' ' }), Fusion: *fusion, Ablation: *ablation, MaxTokens: *maxTokens, Concurrency: *conc,
 		IngestTimeout: *ingestTimeout, ConsolidationTimeout: *consTimeout, ConsolidationStall: *consStall,
 		Part: *part, NoBaselines: *noBaselines, Out: stdout,
 	}}
@@ -163,16 +112,6 @@ func cmdEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	_, err = runEval(ctx, opts, stderr)
 	return err
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // inProcessConfig isolates the in-process memstream from anything else on
@@ -206,27 +145,17 @@ func runEval(ctx context.Context, opts evalRunOptions, stderr io.Writer) (*eval.
 			fmt.Fprintln(bc.Out, "== starting memstream in process (embedded Kafka, PostgreSQL, HTTP API) …")
 		}
 		log := newLogger(opts.Config, stderr).With(slog.String("component", "eval"))
-		a, err := start(ctx, opts.Config, roles{ingest: true, api: true, worker: true}, newRegistry(), log)
+		p, err := serveInProcess(ctx, opts.Config, log)
 		if err != nil {
 			return nil, err
 		}
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- a.run(runCtx) }()
 		defer func() {
-			cancel()
-			if err := <-done; err != nil {
+			if err := p.stop(); err != nil {
 				fmt.Fprintln(stderr, "memstream eval: stopping in-process memstream:", err)
 			}
 		}()
-		select {
-		case addr := <-a.apiAddr:
-			bc.BaseURL = "http://" + addr
-		case err := <-done:
-			done <- err // the deferred stop reads it again
-			return nil, fmt.Errorf("in-process memstream stopped before serving: %w", err)
-		}
-		prod = a.prod
+		bc.BaseURL = "http://" + p.addr
+		prod = p.a.prod
 	} else if !bc.SkipIngest {
 		var err error
 		prod, err = broker.NewProducer(brokersOf(opts.Config), opts.Config.Kafka.ClientID+"-eval")
@@ -236,7 +165,7 @@ func runEval(ctx context.Context, opts evalRunOptions, stderr io.Writer) (*eval.
 		defer prod.Close()
 	}
 	bc.Produce = func(ctx context.Context, file string) (int, error) {
-		return produceFile(ctx, prod, file, topic, "", stderr)
+		return broker.ProduceFile(ctx, prod, file, topic, "", stderr)
 	}
 	if !bc.NoBaselines {
 		emb, err := newEmbedder(opts.Config)

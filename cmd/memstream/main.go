@@ -106,11 +106,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("unknown command %q", cmd)
 }
 
-// overrides collects repeated --set key=value flags.
-type overrides []string
+// repeated collects the values of a repeatable flag.
+type repeated []string
 
-func (o *overrides) String() string     { return strings.Join(*o, ",") }
-func (o *overrides) Set(v string) error { *o = append(*o, v); return nil }
+func (o *repeated) String() string     { return strings.Join(*o, ",") }
+func (o *repeated) Set(v string) error { *o = append(*o, v); return nil }
+
+// overrides are the --set key=value flags.
+type overrides = repeated
 
 // commonFlags adds --config and --set to a command's flag set.
 func commonFlags(fs *flag.FlagSet) (*string, *overrides) {

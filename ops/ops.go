@@ -1,4 +1,8 @@
-package main
+// Package ops serves /health, /health/ready and /metrics for memstream
+// processes that do not run the api role (ingest-only or worker-only
+// replicas), so that orchestrators can probe and scrape every replica
+// alike; the api role serves the same routes itself (package recallapi).
+package ops
 
 import (
 	"context"
@@ -14,17 +18,41 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// opsServer serves /health, /health/ready and /metrics for processes that
-// do not run the api role (ingest-only or worker-only replicas), so that
-// orchestrators can probe and scrape every replica alike.
-type opsServer struct {
+// Deps are what the server reports on.
+type Deps struct {
+	// Gatherer is scraped at /metrics.
+	Gatherer prometheus.Gatherer
+	// Ready are the checks of /health/ready, by name.
+	Ready map[string]func(context.Context) error
+}
+
+// Config says where to listen.
+type Config struct {
+	Addr string
+}
+
+// Server is the ops HTTP server.
+type Server struct {
 	addr     string
 	ready    map[string]func(context.Context) error
 	gatherer prometheus.Gatherer
 	draining atomic.Bool
 }
 
-func (o *opsServer) handler() http.Handler {
+// New returns a server; Run starts it.
+func New(deps Deps, cfg Config) (*Server, error) {
+	if deps.Gatherer == nil {
+		return nil, errors.New("ops: nil Gatherer")
+	}
+	return &Server{addr: cfg.Addr, ready: deps.Ready, gatherer: deps.Gatherer}, nil
+}
+
+// SetDraining makes /health/ready fail, so that probes stop routing to a
+// process that is shutting down.
+func (o *Server) SetDraining() { o.draining.Store(true) }
+
+// Handler serves the routes.
+func (o *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		writeOpsJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -59,13 +87,14 @@ func writeOpsJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// serve runs until ctx ends; readiness fails first so probes stop routing.
-func (o *opsServer) serve(ctx context.Context) error {
+// Run serves until ctx ends; readiness fails first so probes stop routing,
+// then the server shuts down within five seconds.
+func (o *Server) Run(ctx context.Context) error {
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("http listen %s: %w", o.addr, err)
 	}
-	srv := &http.Server{Handler: o.handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: o.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

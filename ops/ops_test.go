@@ -1,4 +1,4 @@
-package main
+package ops
 
 import (
 	"context"
@@ -16,15 +16,18 @@ func TestOpsServerReadiness(t *testing.T) {
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "memstream_test_things_total", Help: "x"})
 	reg.MustRegister(c)
 	dbUp := true
-	o := &opsServer{gatherer: reg, ready: map[string]func(context.Context) error{
+	o, err := New(Deps{Gatherer: reg, Ready: map[string]func(context.Context) error{
 		"database": func(context.Context) error {
 			if dbUp {
 				return nil
 			}
 			return errors.New("connection refused")
 		},
-	}}
-	h := o.handler()
+	}}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := o.Handler()
 	get := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
@@ -38,7 +41,7 @@ func TestOpsServerReadiness(t *testing.T) {
 		t.Fatalf("ready with db down = %d %s", code, body)
 	}
 	dbUp = true
-	o.draining.Store(true)
+	o.SetDraining()
 	if code, body := get("/health/ready"); code != http.StatusServiceUnavailable || !strings.Contains(body, "draining") {
 		t.Fatalf("ready while draining = %d %s", code, body)
 	}

@@ -1,0 +1,76 @@
+package apiclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memstream/memstream/reflect"
+)
+
+func TestCallSendsKeyAndNamesAPIErrors(t *testing.T) {
+	t.Setenv("MEMSTREAM_API_KEY", "k1")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer k1" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if r.URL.Path == "/bad" {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":{"code":"bad_request","message":"query is required","field":"query"}}`))
+			return
+		}
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		_ = json.NewEncoder(w).Encode(map[string]any{"echo": body["q"]})
+	}))
+	defer srv.Close()
+	c := New(srv.URL + "/")
+	if c.Base() != srv.URL {
+		t.Errorf("Base = %q, want the URL without the trailing slash", c.Base())
+	}
+	var out struct{ Echo string }
+	if err := c.Call(context.Background(), "POST", "/ok", map[string]string{"q": "hi"}, &out); err != nil || out.Echo != "hi" {
+		t.Fatalf("Call = %v, %+v", err, out)
+	}
+	err := c.Call(context.Background(), "GET", "/bad", nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "400 bad_request: query is required") {
+		t.Fatalf("API error = %v, want its code and message", err)
+	}
+}
+
+func TestNewDefaultsFromEnvironment(t *testing.T) {
+	t.Setenv("MEMSTREAM_API_URL", "")
+	t.Setenv("MEMSTREAM_HTTP_ADDR", "127.0.0.1:9999")
+	if got := New("").Base(); got != "http://127.0.0.1:9999" {
+		t.Errorf("Base = %q", got)
+	}
+	t.Setenv("MEMSTREAM_API_URL", "http://api.example:1/")
+	if got := New("").Base(); got != "http://api.example:1" {
+		t.Errorf("Base = %q", got)
+	}
+}
+
+func TestWriters(t *testing.T) {
+	var b bytes.Buffer
+	WriteResults(&b, nil, 3)
+	if !strings.Contains(b.String(), "(no results)") {
+		t.Errorf("empty results printed %q", b.String())
+	}
+	b.Reset()
+	rs := []RecallResult{{Text: "Alice lives in Lisbon", Type: "world", MentionedAt: time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)}, {Text: "second"}}
+	WriteResults(&b, rs, 1)
+	if !strings.Contains(b.String(), "2026-01-02") || strings.Contains(b.String(), "second") {
+		t.Errorf("results printed %q, want the first only, with its date", b.String())
+	}
+	b.Reset()
+	WriteReflect(&b, reflect.Response{Text: "Lisbon.", BasedOn: reflect.BasedOn{Memories: []string{"m1"}}})
+	if !strings.Contains(b.String(), "memory       m1") {
+		t.Errorf("reflect printed %q", b.String())
+	}
+}

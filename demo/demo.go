@@ -1,0 +1,294 @@
+// Package demo is the script of `memstream demo`: it produces the demo
+// chat log to Kafka, waits until the running memstream has ingested it,
+// asks recall questions, waits for consolidation and shows what was
+// learned (an observation with its evidence and trend, a reflect answer, a
+// mental model). It only talks to Kafka and the HTTP API, as a user would;
+// main starts the memstream it talks to.
+package demo
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/memstream/memstream/apiclient"
+	"github.com/memstream/memstream/broker"
+	"github.com/memstream/memstream/eval"
+)
+
+// questions are asked of the demo data after ingestion.
+var questions = []struct{ bank, query string }{
+	{"alice", "Where does Alice live now?"},
+	{"alice", "How should emails to Alice be written?"},
+	{"alice", "What is my order number?"},
+	{"zhang-wei", "老张喜欢喝什么？"},
+	{"zhang-wei", "What did Zhang Wei do in Hangzhou?"},
+	{"support-team", "What is the refund window?"},
+}
+
+// Script is a loaded demo chat log.
+type Script struct {
+	file     string
+	expected map[string]int // events per bank
+}
+
+// Load reads the chat log's banks, so a missing or broken file fails
+// before anything is started.
+func Load(file string) (*Script, error) {
+	expected, err := countEventsByBank(file)
+	if err != nil {
+		return nil, err
+	}
+	return &Script{file: file, expected: expected}, nil
+}
+
+// Deps are the running memstream the script talks to.
+type Deps struct {
+	// API is a client of its HTTP API.
+	API *apiclient.Client
+	// Producer and Topic are where the chat log is produced.
+	Producer *kgo.Client
+	Topic    string
+	// Progress receives the produce progress bar.
+	Progress io.Writer
+}
+
+// Run produces the chat log, waits for ingestion and consolidation, and
+// prints what was recalled and learned to stdout.
+func (s *Script) Run(ctx context.Context, deps Deps, stdout io.Writer) error {
+	fmt.Fprintf(stdout, "== HTTP API on %s; producing %s to Kafka topic %s …\n", deps.API.Base(), s.file, deps.Topic)
+	n, err := broker.ProduceFile(ctx, deps.Producer, s.file, deps.Topic, "", deps.Progress)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "== produced %d events; waiting for ingestion …\n", n)
+	c := deps.API
+	if err := waitIngested(ctx, c, s.expected, stdout); err != nil {
+		return err
+	}
+	for _, q := range questions {
+		var resp struct {
+			Results []apiclient.RecallResult `json:"results"`
+		}
+		if err := c.Call(ctx, "POST", "/v1/default/banks/"+q.bank+"/memories/recall", map[string]any{"query": q.query, "max_tokens": 600}, &resp); err != nil {
+			fmt.Fprintf(stdout, "\n? [%s] %s\n  error: %v\n", q.bank, q.query, err)
+			continue
+		}
+		fmt.Fprintf(stdout, "\n? [%s] %s\n", q.bank, q.query)
+		apiclient.WriteResults(stdout, resp.Results, 4)
+	}
+	fmt.Fprintln(stdout, "\n== waiting for consolidation to fold facts into observations …")
+	stats := func(ctx context.Context, bank string) (eval.BankStats, error) {
+		var s eval.BankStats
+		err := c.Call(ctx, "GET", "/v1/default/banks/"+bank+"/stats", nil, &s)
+		return s, err
+	}
+	if note, err := eval.WaitConsolidated(ctx, stats, slices.Sorted(maps.Keys(s.expected)), 3*time.Minute, 30*time.Second); err != nil || note != "" {
+		fmt.Fprintf(stdout, "(consolidation: %v%s)\n", err, note)
+	}
+	showLearning(ctx, c, stdout)
+	return nil
+}
+
+// WriteServing tells how to try the server that goes on running.
+func WriteServing(w io.Writer, addr string) {
+	fmt.Fprintf(w, `
+== memstream is serving. Open the web console at http://%[1]s/console/
+Or try, in another terminal:
+  curl -s http://%[1]s/v1/default/banks/alice/stats
+  curl -s -XPOST http://%[1]s/v1/default/banks/alice/memories/recall -H 'Content-Type: application/json' -d '{"query":"Where does Alice live?","max_tokens":500}'
+  curl -s -XPOST http://%[1]s/v1/default/banks/alice/memories -H 'Content-Type: application/json' -d '{"items":[{"content":"Alice adopted a cat named Miso."}]}'
+  curl -s http://%[1]s/v1/default/banks/alice/observations
+  curl -s -XPOST http://%[1]s/v1/default/banks/alice/reflect -H 'Content-Type: application/json' -d '{"query":"Where does Alice live now?"}'
+  ./bin/memstream recall --bank alice --api http://%[1]s "cat"
+  ./bin/memstream reflect --bank alice --api http://%[1]s "How should I write emails to Alice?"
+  claude mcp add --transport http memstream http://%[1]s/mcp/alice/    # the same memory as an MCP server
+Press Ctrl-C to stop.
+`, addr)
+}
+
+// countEventsByBank reads the bank of every event in a JSONL file.
+func countEventsByBank(file string) (map[string]int, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("demo data: %w", err)
+	}
+	defer f.Close()
+	out := map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
+	for sc.Scan() {
+		var ev struct {
+			BankID string `json:"bank_id"`
+		}
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return nil, fmt.Errorf("demo data %s: %w", file, err)
+		}
+		out[ev.BankID]++
+	}
+	return out, sc.Err()
+}
+
+// waitIngested polls bank stats until every produced event is stored or
+// dead-lettered, printing progress.
+func waitIngested(ctx context.Context, c *apiclient.Client, expected map[string]int, w io.Writer) error {
+	banks := make([]string, 0, len(expected))
+	for b := range expected {
+		banks = append(banks, b)
+	}
+	sort.Strings(banks)
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		all := true
+		line := ""
+		for _, b := range banks {
+			var st struct {
+				Facts, EventsIngested, EventsDeadLettered int64
+			}
+			var raw json.RawMessage
+			if err := c.Call(ctx, "GET", "/v1/default/banks/"+b+"/stats", nil, &raw); err == nil {
+				var s struct {
+					Facts              int64 `json:"facts"`
+					EventsIngested     int64 `json:"events_ingested"`
+					EventsDeadLettered int64 `json:"events_dead_lettered"`
+				}
+				_ = json.Unmarshal(raw, &s)
+				st.Facts, st.EventsIngested, st.EventsDeadLettered = s.Facts, s.EventsIngested, s.EventsDeadLettered
+			}
+			if st.EventsIngested+st.EventsDeadLettered < int64(expected[b]) {
+				all = false
+			}
+			line += fmt.Sprintf("  %s: %d/%d events, %d facts", b, st.EventsIngested+st.EventsDeadLettered, expected[b], st.Facts)
+		}
+		if all {
+			fmt.Fprintln(w, "== ingested:"+line)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("demo: ingestion did not finish within 5 minutes:" + line)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+type demoMemory struct {
+	ID         string    `json:"id"`
+	Text       string    `json:"text"`
+	ProofCount int       `json:"proof_count"`
+	Trend      string    `json:"trend"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	Evidence   []struct {
+		Quote     string    `json:"quote"`
+		Timestamp time.Time `json:"timestamp"`
+	} `json:"evidence"`
+	History []struct {
+		Action  string  `json:"action"`
+		OldText *string `json:"old_text"`
+		Reason  string  `json:"reason"`
+	} `json:"history"`
+}
+
+// showLearning prints what consolidation learned: an observation with its
+// evidence, trend and history, a reflect answer, and a mental model.
+func showLearning(ctx context.Context, c *apiclient.Client, w io.Writer) {
+	var list struct {
+		Items []demoMemory `json:"items"`
+	}
+	if err := c.Call(ctx, "GET", "/v1/default/banks/alice/observations?q=Shanghai&limit=20", nil, &list); err != nil || len(list.Items) == 0 {
+		fmt.Fprintf(w, "\n(no observation about Shanghai yet: %v)\n", err)
+	} else {
+		// Show the best-supported one: the observation the evidence piled onto.
+		best := list.Items[0]
+		for _, o := range list.Items {
+			if o.ProofCount > best.ProofCount {
+				best = o
+			}
+		}
+		var obs demoMemory
+		if err := c.Call(ctx, "GET", "/v1/default/banks/alice/observations/"+best.ID, nil, &obs); err == nil {
+			fmt.Fprintf(w, "\n== observation (proof_count %d, trend %s): %s\n", obs.ProofCount, obs.Trend, obs.Text)
+			for i, e := range obs.Evidence {
+				if i == 5 {
+					fmt.Fprintf(w, "     … %d more\n", len(obs.Evidence)-5)
+					break
+				}
+				fmt.Fprintf(w, "   evidence %s: %q\n", e.Timestamp.Format("2006-01-02"), e.Quote)
+			}
+			for _, h := range obs.History {
+				if h.OldText != nil && h.Action == "update" {
+					fmt.Fprintf(w, "   history: %s (was %q): %s\n", h.Action, *h.OldText, h.Reason)
+				}
+			}
+		}
+	}
+	var ans struct {
+		Text    string `json:"text"`
+		BasedOn struct {
+			Memories     []string `json:"memories"`
+			Observations []string `json:"observations"`
+		} `json:"based_on"`
+	}
+	q := "Where does Alice live now?"
+	if err := c.Call(ctx, "POST", "/v1/default/banks/alice/reflect", map[string]any{"query": q}, &ans); err != nil {
+		fmt.Fprintf(w, "\n(reflect: %v)\n", err)
+	} else {
+		fmt.Fprintf(w, "\n== reflect %q\n%s\n   (based on %d observations, %d facts)\n", q, indent(ans.Text), len(ans.BasedOn.Observations), len(ans.BasedOn.Memories))
+	}
+	var mm struct {
+		ID      string `json:"id"`
+		Content string `json:"content"`
+	}
+	body := map[string]any{"name": "email-style", "source_query": "How does Alice want her emails written?"}
+	if err := c.Call(ctx, "POST", "/v1/default/banks/alice/mental-models", body, &mm); err != nil {
+		// Already created by an earlier demo run: find it.
+		var models struct {
+			Items []struct {
+				ID   string `json:"id"`
+				Name string `json:"name"`
+			} `json:"items"`
+		}
+		if c.Call(ctx, "GET", "/v1/default/banks/alice/mental-models", nil, &models) == nil {
+			for _, m := range models.Items {
+				if m.Name == "email-style" {
+					mm.ID = m.ID
+				}
+			}
+		}
+	}
+	if mm.ID == "" {
+		return
+	}
+	if err := c.Call(ctx, "POST", "/v1/default/banks/alice/mental-models/"+mm.ID+"/refresh", map[string]any{}, nil); err != nil {
+		fmt.Fprintf(w, "\n(mental model refresh: %v)\n", err)
+		return
+	}
+	if err := c.Call(ctx, "GET", "/v1/default/banks/alice/mental-models/"+mm.ID, nil, &mm); err == nil {
+		fmt.Fprintf(w, "\n== mental model \"email-style\" (How does Alice want her emails written?)\n%s\n", indent(mm.Content))
+	}
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > 12 {
+		lines = append(lines[:12], "…")
+	}
+	return "   " + strings.Join(lines, "\n   ")
+}

@@ -1,0 +1,61 @@
+package eval
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+)
+
+// Usage is the help text of `memstream eval`.
+const Usage = `Usage:
+  memstream eval gen --out DIR [--seed N] [--size small|full|gate] [--part heldout|tuning|both]
+  memstream eval run DIR [--api URL] [--part heldout|tuning] [--arms a,b] [--fusion rrf|interleave] [--ablation]
+
+gen writes a deterministic LongMemEval-style dataset (events.jsonl,
+questions.jsonl, manifest.json) with two parts: a tuning part, and a
+held-out part with its own vocabulary that is reported and gated but never
+tuned against. run ingests DIR/events.jsonl through Kafka (by default into
+a private in-process memstream: embedded Kafka, a managed PostgreSQL on a
+free port in a temporary directory, the HTTP API), waits until every event
+is stored, asks every question through the recall API, asks the same
+questions of two plain baselines over the raw turns (BM25, and dense top-k
+with the configured embedder), scores each part on its own and writes
+report.json, report.md, recall_by_type.png and the tuning part's
+misses.jsonl into DIR.
+`
+
+// GenCommand runs `memstream eval gen [flags]`.
+func GenCommand(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("eval gen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	seed := fs.Int64("seed", 1, "random seed; the same seed and size give byte-identical files")
+	out := fs.String("out", "", "directory to write the dataset to (required)")
+	size := fs.String("size", "small", "preset: small (about 60 questions per part, for tests), full (several hundred per part, for reports) or gate (the make test gate: small, held-out only)")
+	part := fs.String("part", "both", "parts to generate: heldout, tuning or both")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, Usage+"\nFlags of gen:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" {
+		fs.Usage()
+		return errors.New("eval gen: --out is required")
+	}
+	cfg, err := Preset(*size, *part)
+	if err != nil {
+		return fmt.Errorf("eval gen: %w", err)
+	}
+	cfg.Seed = *seed
+	d, err := Generate(cfg)
+	if err != nil {
+		return err
+	}
+	if err := d.Write(*out); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s (%s): %s", *out, *size, d.Manifest.Summary())
+	return nil
+}
