@@ -12,10 +12,29 @@ import (
 	"github.com/memstream/memstream/extract"
 )
 
+// maxHistoryRunes bounds each history message in a request, keeping its
+// end (where the question an answer replies to usually is): the window is
+// a few messages, and one pasted document must not multiply the prompt.
+const maxHistoryRunes = 1000
+
 func buildRequest(in []extract.Input) request {
 	r := request{Chunks: make([]requestChunk, len(in))}
 	for i, input := range in {
 		c := requestChunk{ChunkIndex: i, Context: input.Context}
+		for _, p := range input.History {
+			t := strings.TrimSpace(p.Text)
+			if t == "" {
+				continue
+			}
+			if rs := []rune(t); len(rs) > maxHistoryRunes {
+				t = "…" + string(rs[len(rs)-maxHistoryRunes:])
+			}
+			h := historyMessage{Role: p.Role, Name: p.Name, Text: t}
+			if !p.Timestamp.IsZero() {
+				h.Timestamp = p.Timestamp.UTC().Format(time.RFC3339)
+			}
+			c.History = append(c.History, h)
+		}
 		for _, p := range input.Parts {
 			m := requestMessage{MessageIndex: p.MessageIndex, Role: p.Role, Name: p.Name, Text: p.Text}
 			if !p.Timestamp.IsZero() {

@@ -15,9 +15,20 @@ type request struct {
 }
 
 type requestChunk struct {
-	ChunkIndex int              `json:"chunk_index"`
-	Context    string           `json:"context,omitempty"`
-	Messages   []requestMessage `json:"messages"`
+	ChunkIndex int    `json:"chunk_index"`
+	Context    string `json:"context,omitempty"`
+	// History are the conversation's messages just before Messages
+	// (extract.Input.History), for what the chunk refers to or answers;
+	// they carry no message_index, since no fact may come from them.
+	History  []historyMessage `json:"history,omitempty"`
+	Messages []requestMessage `json:"messages"`
+}
+
+type historyMessage struct {
+	Role      string `json:"role"`
+	Name      string `json:"name,omitempty"`
+	Timestamp string `json:"timestamp,omitempty"`
+	Text      string `json:"text"`
 }
 
 type requestMessage struct {
@@ -101,6 +112,7 @@ const systemPrompt = `You extract long-term memory facts from chat conversations
 For each chunk, return the facts worth remembering about the people, their lives, plans, preferences and the world.
 Rules:
 - Each fact is one self-contained statement. Keep the speaker's own words; name the speaker when the text says I/me/my/we.
+- A chunk may come with "history": the messages of the same conversation just before it, oldest first. Use it only to understand the chunk: when a message answers or refers to something in the history ("Go for the Syrah." after "Which wine goes with lamb?"), write the fact so it stands alone ("The assistant suggested a Syrah to go with the user's lamb."). Never extract a fact from a history message.
 - fact_type is "experience" for something the speaker or the assistant did, went through or feels, otherwise "world".
 - entities lists people, places, organisations, @handles and titles named by the fact, as written.
 - causal_relations link a fact to another fact of the same chunk by its index in that chunk's facts array.
