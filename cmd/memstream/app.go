@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	rungroup "github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -464,65 +465,76 @@ func newExtractor(cfg config.Config, reg prometheus.Registerer, log *slog.Logger
 // stops fetching, drains, commits and leaves the group, the pipeline
 // abandons (unacknowledged) whatever is still stuck, HTTP and the worker
 // stop, then the clients, the pool and the database server close.
+//
+// Each component is an actor of a run group: the first to return (or the
+// signal) interrupts all of them, in the order they are added, so the
+// order above is the order of g.Add.
 func (a *app) run(ctx context.Context) error {
 	// The components run on their own context: cancelling it is the hard
 	// stop at the end of the shutdown, not the signal.
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
-	var wg sync.WaitGroup
-	errc := make(chan error, 5)
-	goRun := func(name string, fn func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := fn(runCtx); err != nil {
-				errc <- fmt.Errorf("%s: %w", name, err)
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx)) // the shutdown deadline, set when it begins
+	defer func() { cancel() }()
+	var g rungroup.Group
+	quit := make(chan struct{})
+	g.Add(func() error {
+		select {
+		case <-ctx.Done():
+		case <-quit:
+		}
+		return nil
+	}, func(err error) {
+		if err != nil {
+			a.log.Error("component failed; shutting down", slog.Any("error", err))
+		}
+		sctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), a.cfg.Kafka.ShutdownTimeout)
+		if a.api != nil {
+			a.api.SetDraining()
+		}
+		if a.ops != nil {
+			a.ops.SetDraining()
+		}
+		close(quit)
+	})
+	if a.cons != nil {
+		g.Add(named("consumer", a.cons.Run, runCtx), func(error) {
+			if err := a.cons.Stop(sctx); err != nil {
+				a.log.Warn("consumer did not stop within kafka.shutdown_timeout", slog.Any("error", err))
 			}
-		}()
+		})
 	}
 	if a.pipe != nil {
-		goRun("pipeline", a.pipe.Run)
-	}
-	if a.cons != nil {
-		goRun("consumer", a.cons.Run)
+		g.Add(named("pipeline", a.pipe.Run, runCtx), func(error) {
+			if err := a.pipe.Stop(sctx); err != nil {
+				a.log.Warn("pipeline work abandoned at the shutdown deadline; Kafka redelivers it", slog.Any("error", err))
+			}
+		})
 	}
 	if a.api != nil {
-		goRun("http", func(ctx context.Context) error { return a.api.Serve(ctx, a.apiAddr) })
+		g.Add(named("http", func(ctx context.Context) error { return a.api.Serve(ctx, a.apiAddr) }, runCtx), func(error) {})
 	}
 	if a.runWorker {
-		goRun("consolidation worker", a.worker.Run)
+		g.Add(named("consolidation worker", a.worker.Run, runCtx), func(error) {})
 	}
 	if a.ops != nil {
-		goRun("http", a.ops.Run)
+		g.Add(named("http", a.ops.Run, runCtx), func(error) {})
 	}
-	var err error
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
-		a.log.Error("component failed; shutting down", slog.Any("error", err))
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.Kafka.ShutdownTimeout)
-	defer cancel()
-	if a.api != nil {
-		a.api.SetDraining()
-	}
-	if a.ops != nil {
-		a.ops.SetDraining()
-	}
-	if a.cons != nil {
-		if serr := a.cons.Stop(sctx); serr != nil {
-			a.log.Warn("consumer did not stop within kafka.shutdown_timeout", slog.Any("error", serr))
-		}
-	}
-	if a.pipe != nil {
-		if serr := a.pipe.Stop(sctx); serr != nil {
-			a.log.Warn("pipeline work abandoned at the shutdown deadline; Kafka redelivers it", slog.Any("error", serr))
-		}
-	}
-	cancelRun()
-	wg.Wait()
+	// Last: the hard stop of whatever is still running.
+	g.Add(func() error { <-runCtx.Done(); return nil }, func(error) { cancelRun() })
+	err := g.Run()
 	a.stop(sctx)
 	return err
+}
+
+// named runs fn on ctx and names its error.
+func named(name string, fn func(context.Context) error, ctx context.Context) func() error {
+	return func() error {
+		if err := fn(ctx); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	}
 }
 
 // inProcess is a memstream with every role running in this process, for
