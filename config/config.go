@@ -84,6 +84,10 @@ type HTTP struct {
 	MaxBodyBytes int64         `yaml:"max_body_bytes"`
 	ReadTimeout  time.Duration `yaml:"read_timeout"`
 	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// OperationLease is how long an API replica holds an operation it runs
+	// (mental-model refresh, export, import, clone) between renewals; when
+	// the replica dies, another takes the operation back after this.
+	OperationLease time.Duration `yaml:"operation_lease"`
 }
 
 // Auth configures bearer-key access control.
@@ -241,11 +245,12 @@ func Default() Config {
 		},
 		Database: Database{URL: "embedded", EmbeddedPort: 54329, MaxConns: 16},
 		HTTP: HTTP{
-			Addr:         "127.0.0.1:8888",
-			RetainWait:   30 * time.Second,
-			MaxBodyBytes: 10 << 20,
-			ReadTimeout:  30 * time.Second,
-			WriteTimeout: 120 * time.Second,
+			Addr:           "127.0.0.1:8888",
+			RetainWait:     30 * time.Second,
+			MaxBodyBytes:   10 << 20,
+			ReadTimeout:    30 * time.Second,
+			WriteTimeout:   120 * time.Second,
+			OperationLease: 30 * time.Second,
 		},
 		LLM: LLM{
 			Provider:      "offline",
@@ -387,6 +392,9 @@ func (c *Config) Validate() error {
 	}
 	add(positiveDur("http.read_timeout", c.HTTP.ReadTimeout))
 	add(positiveDur("http.write_timeout", c.HTTP.WriteTimeout))
+	if c.HTTP.OperationLease < time.Second {
+		add(fieldErr("http.operation_lease", "must be at least 1s, got %s", c.HTTP.OperationLease))
+	}
 
 	for i, k := range c.Auth.Keys {
 		key := fmt.Sprintf("auth.keys[%d]", i)

@@ -146,6 +146,13 @@ type env struct {
 func openStore(t testing.TB) *store.Store {
 	t.Helper()
 	url, _ := pgtest.Schema(t)
+	return openStoreAt(t, url)
+}
+
+// openStoreAt opens and migrates a store on a schema URL the test keeps
+// (for pgtest.Pool).
+func openStoreAt(t testing.TB, url string) *store.Store {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, store.Deps{Logger: slog.New(slog.DiscardHandler)}, store.Config{URL: url, Dim: testDim, MaxConns: 8})
 	if err != nil {

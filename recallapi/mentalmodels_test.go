@@ -183,7 +183,7 @@ type flakyListener struct {
 	c            *modelCache
 }
 
-func (f *flakyListener) ListenMentalModels(ctx context.Context, ready func(), onChange func(string, string)) error {
+func (f *flakyListener) Listen(ctx context.Context, _ []string, ready func(), _ func(string, string)) error {
 	if f.calls.Add(1) == 1 {
 		return errors.New("connection refused")
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -154,6 +155,21 @@ func (s *Server) liveRetainStatus(ctx context.Context, o store.Operation, v *ope
 	return nil
 }
 
+// unplacedRetainLimit is how long a retain whose Kafka positions were
+// never recorded may stay pending before it is failed.
+const unplacedRetainLimit = time.Hour
+
+// unplacedPending tells whether an item that is still pending has no
+// recorded Kafka position (its dead letter, if any, cannot be matched).
+func unplacedPending(states []store.ItemState) bool {
+	for _, st := range states {
+		if st.Status == "pending" && st.Partition < 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // retainStatus is completed when every event is persisted, failed when
 // any was dead-lettered (naming the classes), else pending.
 func retainStatus(states []store.ItemState) (string, string) {
@@ -258,35 +274,177 @@ func (s *Server) kick() {
 	}
 }
 
+// derivedKinds are the operations whose outcome is read from the store
+// (a retain's events, a consolidation's facts) rather than run here.
+var derivedKinds = []string{"retain", "consolidation"}
+
+// maxRuns bounds how often an operation is run again after the process
+// running it died: a run that kills its process must not loop.
+const maxRuns = 3
+
+// maxConcurrentRuns bounds the operations one replica runs at once, so a
+// long import does not hold back a mental-model refresh.
+const maxConcurrentRuns = 4
+
+// errLeaseLost ends a run whose operation this replica no longer holds.
+var errLeaseLost = errors.New("operation lease lost")
+
 // runOperations settles and carries out operations until ctx ends: a
 // retain completes when its events are stored or dead-lettered, a
 // consolidation when the facts waiting at its start are consolidated, and
-// work the API owns (mental-model refreshes, transfers) is run here. Every
-// replica may run it; a status change is a compare-and-set, so one
-// operation is settled once.
+// work the API owns (mental-model refreshes, transfers) is claimed with a
+// lease and run here. Every replica runs it; claims are SKIP LOCKED and
+// status changes compare-and-set, so each operation is run and settled
+// once. Idle, it sleeps until the store says something is due, a NOTIFY
+// announces new work, or the idle poll (s.idlePoll) passes.
 func (s *Server) runOperations(ctx context.Context) {
-	tick := time.NewTicker(300 * time.Millisecond)
-	defer tick.Stop()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-timer.C:
 		case <-s.wake:
 		}
-		ops, err := s.d.Store.OpenOperations(ctx, 200)
+		s.passes.WithLabelValues("operations").Inc()
+		wait := s.operationsPass(ctx)
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(wait)
+	}
+}
+
+// operationsPass does what is due and returns how long to sleep.
+func (s *Server) operationsPass(ctx context.Context) time.Duration {
+	const busy = 250 * time.Millisecond
+	lost, err := s.d.Store.ReclaimOperations(ctx, maxRuns)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("operations: reclaim", slog.Any("error", err))
+		}
+		return busy
+	}
+	for _, o := range lost {
+		s.log.Warn("operations: took back an operation whose runner stopped", slog.String("bank_id", o.BankID),
+			slog.String("operation_id", o.ID.String()), slog.String("kind", o.Kind), slog.String("status", o.Status), slog.Int("runs", o.Runs))
+	}
+	for s.running.Load() < maxConcurrentRuns {
+		o, ok, err := s.d.Store.ClaimOperation(ctx, s.runnerKinds, s.owner, s.cfg.OperationLease)
 		if err != nil {
 			if ctx.Err() == nil {
-				s.log.Warn("operations: list open", slog.Any("error", err))
+				s.log.Warn("operations: claim", slog.Any("error", err))
 			}
-			continue
+			return busy
 		}
-		for _, o := range ops {
-			if err := s.settle(ctx, o); err != nil && ctx.Err() == nil {
-				s.log.Warn("operations: settle", slog.String("bank_id", o.BankID), slog.String("operation_id", o.ID.String()),
-					slog.String("kind", o.Kind), slog.Any("error", err))
+		if !ok {
+			break
+		}
+		s.startRun(ctx, o)
+	}
+	const page = 200
+	due, err := s.d.Store.DueOperations(ctx, derivedKinds, page)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("operations: list due", slog.Any("error", err))
+		}
+		return busy
+	}
+	for _, o := range due {
+		if err := s.settle(ctx, o); err != nil && ctx.Err() == nil {
+			s.log.Warn("operations: settle", slog.String("bank_id", o.BankID), slog.String("operation_id", o.ID.String()),
+				slog.String("kind", o.Kind), slog.Any("error", err))
+		}
+	}
+	if len(due) == page {
+		return 0
+	}
+	at, ok, err := s.d.Store.NextOperationDue(ctx)
+	if err != nil {
+		return busy
+	}
+	wait := s.idlePoll
+	if ok {
+		// Work that is due but was not claimable now (every run slot busy,
+		// or locked by another replica's claim) is looked at again soon.
+		wait = max(min(wait, time.Until(at)), busy/5)
+		if time.Until(at) <= 0 {
+			wait = busy
+		}
+	}
+	return wait
+}
+
+// startRun runs a claimed operation in its own goroutine.
+func (s *Server) startRun(ctx context.Context, o store.Operation) {
+	s.running.Add(1)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer s.kick() // a slot is free
+		defer s.running.Add(-1)
+		s.runClaimed(ctx, o)
+	}()
+}
+
+// runClaimed runs one operation while renewing its lease, and records the
+// outcome. A run whose lease is lost (the operation was cancelled, or
+// reclaimed while this replica could not reach the database) stops and
+// records nothing; a run cut short by this replica's shutdown puts the
+// operation back for another replica.
+func (s *Server) runClaimed(ctx context.Context, o store.Operation) {
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	beat := make(chan struct{})
+	go func() {
+		defer close(beat)
+		t := time.NewTicker(s.cfg.OperationLease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-t.C:
+			}
+			held, err := s.d.Store.HeartbeatOperation(runCtx, o.ID, s.owner, s.cfg.OperationLease)
+			if err != nil {
+				if runCtx.Err() == nil {
+					s.log.Warn("operations: heartbeat", slog.String("operation_id", o.ID.String()), slog.Any("error", err))
+				}
+				continue
+			}
+			if !held {
+				cancel(errLeaseLost)
+				return
 			}
 		}
+	}()
+	result, runErr := s.runners[o.Kind](runCtx, o)
+	lost := errors.Is(context.Cause(runCtx), errLeaseLost)
+	cancel(nil)
+	<-beat
+	bg := context.WithoutCancel(ctx)
+	attrs := []any{slog.String("bank_id", o.BankID), slog.String("operation_id", o.ID.String()), slog.String("kind", o.Kind)}
+	switch {
+	case lost:
+		s.log.Warn("operations: lost the lease of a running operation; stopped it", attrs...)
+		return
+	case ctx.Err() != nil:
+		if err := s.d.Store.ReleaseClaimedOperation(bg, o.ID, s.owner); err != nil {
+			s.log.Warn("operations: release on shutdown", append(attrs, slog.Any("error", err))...)
+		}
+		return
+	}
+	status, msg := "completed", ""
+	if runErr != nil {
+		status, msg = "failed", runErr.Error()
+	}
+	if _, err := s.d.Store.FinishClaimedOperation(bg, o.ID, s.owner, status, msg, result); err != nil {
+		s.log.Warn("operations: finish", append(attrs, slog.Any("error", err))...)
 	}
 }
 
@@ -306,7 +464,13 @@ func (s *Server) settle(ctx context.Context, o store.Operation) error {
 		}
 		st, msg := retainStatus(states)
 		if st == "pending" {
-			return nil
+			if !unplacedPending(states) || time.Since(o.CreatedAt) < unplacedRetainLimit {
+				return nil
+			}
+			// The process that produced these events died before it
+			// recorded where they landed, so a dead letter of theirs
+			// cannot be found; after this long they will not be persisted.
+			st, msg = "failed", fmt.Sprintf("some items were not persisted within %s, and the server that produced them stopped before recording their Kafka positions: look for them in the dead-letter topic", unplacedRetainLimit)
 		}
 		return s.finish(ctx, o, st, msg, nil, "retain.completed", map[string]any{"document_id": o.DocumentID, "memory_unit_count": nil})
 	case "consolidation":
@@ -316,30 +480,22 @@ func (s *Server) settle(ctx context.Context, o store.Operation) error {
 		}
 		return s.finish(ctx, o, "completed", "", nil, "consolidation.completed", map[string]any{})
 	}
-	if run, ok := s.runners[o.Kind]; ok && o.Status == "pending" {
-		claimed, err := s.d.Store.FinishOperation(ctx, o.ID, "processing", "", nil)
-		if err != nil || !claimed {
-			return err
-		}
-		result, runErr := run(ctx, o)
-		if runErr != nil {
-			_, err := s.d.Store.FinishOperation(context.WithoutCancel(ctx), o.ID, "failed", runErr.Error(), result)
-			return err
-		}
-		_, err = s.d.Store.FinishOperation(context.WithoutCancel(ctx), o.ID, "completed", "", result)
-		return err
-	}
 	return nil
 }
 
 // finish settles an operation and, in the same transaction, queues the
 // webhook event that announces it.
 func (s *Server) finish(ctx context.Context, o store.Operation, status, msg string, result json.RawMessage, event string, data map[string]any) error {
-	evID := uuid.New()
+	// One id per operation, event and retry: the event a receiver sees is
+	// the same whichever replica settled the operation.
+	evID := store.DeriveID("webhook-event", o.ID.String(), event, strconv.Itoa(o.RetryCount))
 	evStatus := status
 	payload, _ := json.Marshal(map[string]any{"event_id": evID, "event": event, "bank_id": o.BankID, "operation_id": o.ID,
 		"status": evStatus, "timestamp": time.Now().UTC(), "data": data})
-	_, err := s.d.Store.FinishOperationAnnounced(ctx, o.ID, status, msg, result,
+	changed, err := s.d.Store.FinishOperationAnnounced(ctx, o.ID, status, msg, result,
 		store.WebhookEvent{ID: evID, BankID: o.BankID, Type: event, Payload: string(payload)})
+	if changed {
+		s.kickWebhooks()
+	}
 	return err
 }

@@ -319,16 +319,28 @@ func (s *Server) Retain(ctx context.Context, bank string, body RetainRequest, id
 	if err := s.replaceDocuments(ctx, bank, body, events); err != nil {
 		return 0, RetainResponse{}, false, err
 	}
+	// The events' keys are recorded before they are produced: a process
+	// that dies between Kafka's acknowledgement and the positions below
+	// leaves an operation that still finds its events once persisted.
+	items := make([]store.OperationItem, len(events))
+	for i, ev := range events {
+		items[i] = store.OperationItem{Index: i, EventKey: ev.EventID, Partition: -1, Offset: -1}
+	}
+	if err := s.d.Store.SetOperationItems(ctx, opID, items); err != nil {
+		return 0, RetainResponse{}, false, err
+	}
 	pos, err := s.d.Publisher.Publish(ctx, events)
 	if err != nil {
+		bg := context.WithoutCancel(ctx)
 		if idemKey != "" {
-			_ = s.d.Store.ReleaseOperation(context.WithoutCancel(ctx), opID)
+			// A retry with the same key may take over at once.
+			_ = s.d.Store.ReleaseOperation(bg, opID)
+		} else {
+			_, _ = s.d.Store.FinishOperation(bg, opID, "failed", "could not publish to Kafka (an item Kafka did accept is still ingested): "+err.Error(), nil)
 		}
 		return 0, RetainResponse{}, false, &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "could not publish to Kafka: " + err.Error()}
 	}
-	items := make([]store.OperationItem, len(events))
-	for i, ev := range events {
-		items[i] = store.OperationItem{Index: i, EventKey: ev.EventID}
+	for i := range items {
 		if i < len(pos) {
 			items[i].Topic, items[i].Partition, items[i].Offset = pos[i].Topic, pos[i].Partition, pos[i].Offset
 		}

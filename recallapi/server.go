@@ -8,8 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +44,7 @@ type Store interface {
 	BankPolicy(ctx context.Context, id string) (json.RawMessage, error)
 	BankStats(ctx context.Context, bankID string) (store.Stats, error)
 	CancelOperation(ctx context.Context, bankID string, id uuid.UUID) error
+	ClaimOperation(ctx context.Context, kinds []string, owner string, lease time.Duration) (store.Operation, bool, error)
 	ClaimDeadLetters(ctx context.Context, bankID, class string, pos []store.DeadLetterPos) ([]store.DeadLetter, error)
 	ClaimDeliveries(ctx context.Context, limit int) ([]store.WebhookDelivery, error)
 	ClearMemories(ctx context.Context, bankID, factType string) (int, error)
@@ -60,8 +64,9 @@ type Store interface {
 	DeleteMentalModel(ctx context.Context, bankID string, id uuid.UUID) error
 	DeleteOperation(ctx context.Context, bankID string, id uuid.UUID) error
 	DeleteWebhook(ctx context.Context, bankID string, id uuid.UUID) error
-	DeliveryFailed(ctx context.Context, id uuid.UUID, status *int, body, errMsg string, maxAttempts int, retryIn time.Duration) error
-	DeliverySucceeded(ctx context.Context, id uuid.UUID, status int, body string) error
+	DeliveryFailed(ctx context.Context, d store.WebhookDelivery, status *int, body, errMsg string, maxAttempts int, retryIn time.Duration) (bool, error)
+	DeliverySucceeded(ctx context.Context, d store.WebhookDelivery, status int, body string) (bool, error)
+	DueOperations(ctx context.Context, kinds []string, limit int) ([]store.Operation, error)
 	DocumentFiles(ctx context.Context, bankID, docID string) ([]store.StoredFile, error)
 	DocumentHistory(ctx context.Context, bankID, docID string) ([]store.DocumentEvent, error)
 	EditMemory(ctx context.Context, bankID string, id uuid.UUID, e store.MemoryEdit) (store.Memory, error)
@@ -72,6 +77,7 @@ type Store interface {
 	EntityObservations(ctx context.Context, bankID string, ids []uuid.UUID, perEntity int) (map[uuid.UUID][]store.EntityObservation, error)
 	EventsPersisted(ctx context.Context, bankID string, keys []string) (int, error)
 	FactScopes(ctx context.Context, bankID string) ([]store.TagScope, error)
+	FinishClaimedOperation(ctx context.Context, id uuid.UUID, owner, status, errMsg string, result []byte) (bool, error)
 	FinishOperation(ctx context.Context, id uuid.UUID, status, errMsg string, result json.RawMessage) (bool, error)
 	FinishOperationAnnounced(ctx context.Context, id uuid.UUID, status, errMsg string, result json.RawMessage, ev store.WebhookEvent) (bool, error)
 	GetAudit(ctx context.Context, bankID string, id uuid.UUID) (store.AuditEntry, error)
@@ -89,6 +95,7 @@ type Store interface {
 	GetObservation(ctx context.Context, bankID string, id uuid.UUID) (store.Observation, error)
 	GetOperation(ctx context.Context, bankID string, id uuid.UUID) (store.Operation, error)
 	GetWebhook(ctx context.Context, bankID string, id uuid.UUID) (store.Webhook, error)
+	HeartbeatOperation(ctx context.Context, id uuid.UUID, owner string, lease time.Duration) (bool, error)
 	InvalidateMemory(ctx context.Context, bankID string, id uuid.UUID, reason string) (store.Memory, error)
 	LinksAmong(ctx context.Context, bankID string, ids []uuid.UUID) ([]store.Link, error)
 	ListAudit(ctx context.Context, bankID, action, transport string, start, end *time.Time, limit, offset int) ([]store.AuditEntry, int, error)
@@ -113,17 +120,20 @@ type Store interface {
 	MemoryProvenance(ctx context.Context, bankID string, id uuid.UUID) (store.Provenance, error)
 	MentalModelHistory(ctx context.Context, bankID string, id uuid.UUID) ([]store.MentalModelVersion, error)
 	MergeEntity(ctx context.Context, bankID string, src, into uuid.UUID) (store.Entity, error)
+	NextDeliveryDue(ctx context.Context) (time.Time, bool, error)
+	NextOperationDue(ctx context.Context) (time.Time, bool, error)
 	MoveKnowledgeNode(ctx context.Context, bankID string, id uuid.UUID, name *string, move bool, parent *uuid.UUID) (store.KnowledgeNode, error)
 	NotifyBankMentalModels(ctx context.Context, bankID string) error
 	NotifyMentalModel(ctx context.Context, bankID string, id uuid.UUID) error
 	ObservationScopes(ctx context.Context, bankID string, limit, offset int) ([]store.TagScope, int, error)
 	ObservationSources(ctx context.Context, bankID string, ids []uuid.UUID) (map[uuid.UUID][]uuid.UUID, error)
-	OpenOperations(ctx context.Context, limit int) ([]store.Operation, error)
 	OperationItemStates(ctx context.Context, id uuid.UUID) ([]store.ItemState, error)
 	PutBank(ctx context.Context, b store.Bank) (store.Bank, error)
 	PutFile(ctx context.Context, f store.StoredFile) (store.StoredFile, error)
 	QueueWebhookEvent(ctx context.Context, ev store.WebhookEvent) error
 	ReclaimOperation(ctx context.Context, bankID string, id uuid.UUID, until time.Time) (store.Operation, error)
+	ReclaimOperations(ctx context.Context, maxRuns int) ([]store.Operation, error)
+	ReleaseClaimedOperation(ctx context.Context, id uuid.UUID, owner string) error
 	ReleaseOperation(ctx context.Context, id uuid.UUID) error
 	ResetBankConfig(ctx context.Context, bankID string) error
 	RetryOperation(ctx context.Context, bankID string, id uuid.UUID) (store.Operation, error)
@@ -154,11 +164,13 @@ type MentalModelRefresher interface {
 	DryRefresh(ctx context.Context, bankID, id string) (string, []string, error)
 }
 
-// ChangeListener delivers mental-model changes made by any replica, so the
-// cache here never serves a copy older than the last committed write.
-// *store.Store implements it with Postgres LISTEN/NOTIFY.
+// ChangeListener delivers notifications from every replica: mental-model
+// changes (so the cache here never serves a copy older than the last
+// committed write) and new operations and webhook deliveries (so idle
+// runners wake at once instead of polling). *store.Store implements it
+// with Postgres LISTEN/NOTIFY (store.Listen).
 type ChangeListener interface {
-	ListenMentalModels(ctx context.Context, ready func(), onChange func(bankID, id string)) error
+	Listen(ctx context.Context, channels []string, ready func(), on func(channel, payload string)) error
 }
 
 // Recaller answers recall requests.
@@ -202,6 +214,12 @@ type Config struct {
 	// cancelled instead of outliving its client (default 30 s; retain
 	// gets RetainWait on top).
 	RequestTimeout time.Duration
+	// OperationLease is how long a replica holds an operation it runs
+	// (refresh, export, import, clone) without renewing it; the lease is
+	// renewed every third of it, and one that runs out (the replica died)
+	// lets another replica take the operation back (http.operation_lease,
+	// default 30 s).
+	OperationLease time.Duration
 }
 
 // Deps are the server's collaborators.
@@ -258,7 +276,10 @@ type Server struct {
 	srv      *http.Server
 	draining atomic.Bool
 	reqs     *prometheus.HistogramVec
-	models   *modelCache
+	// passes counts the operation runner's and webhook sender's looks at
+	// the store: flat while the API is idle.
+	passes *prometheus.CounterVec
+	models *modelCache
 	// metricsHandler serves /metrics when Deps.Gatherer is set.
 	metricsHandler http.Handler
 	// patterns are the mux patterns registered by handle, for the OpenAPI
@@ -267,9 +288,18 @@ type Server struct {
 
 	// runners carry out the operation kinds the API owns (refreshes,
 	// transfers), by kind.
-	runners map[string]func(ctx context.Context, o store.Operation) (json.RawMessage, error)
+	runners     map[string]func(ctx context.Context, o store.Operation) (json.RawMessage, error)
+	runnerKinds []string
+	// owner names this replica's operation leases.
+	owner   string
+	running atomic.Int32
 	wake    chan struct{}
-	aliases aliasCache
+	// hookWake wakes the webhook sender.
+	hookWake chan struct{}
+	// idlePoll is how long the runner and the sender sleep with nothing
+	// due: long with a listener (NOTIFY wakes them), short without.
+	idlePoll time.Duration
+	aliases  aliasCache
 
 	started time.Time
 
@@ -303,16 +333,24 @@ func New(d Deps, cfg Config) (*Server, error) {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 30 * time.Second
 	}
+	if cfg.OperationLease <= 0 {
+		cfg.OperationLease = 30 * time.Second
+	}
 	if !cfg.Auth.Disabled && len(cfg.Auth.Keys) == 0 && cfg.Addr != "" && !config.IsLoopback(cfg.Addr) {
 		return nil, fmt.Errorf("config http.addr: %s is not loopback and no auth.keys are configured", cfg.Addr)
 	}
-	s := &Server{cfg: cfg, d: d, log: d.Logger, mux: http.NewServeMux(), wake: make(chan struct{}, 1), started: time.Now()}
+	s := &Server{cfg: cfg, d: d, log: d.Logger, mux: http.NewServeMux(), wake: make(chan struct{}, 1), hookWake: make(chan struct{}, 1),
+		started: time.Now(), owner: ownerName(), idlePoll: 250 * time.Millisecond}
+	if d.Listener != nil {
+		s.idlePoll = idlePollListening
+	}
 	s.runners = map[string]func(ctx context.Context, o store.Operation) (json.RawMessage, error){
 		"refresh_mental_model": s.runRefresh,
 		"export":               s.runExport,
 		"import":               s.runImport,
 		"clone":                s.runClone,
 	}
+	s.runnerKinds = slices.Sorted(maps.Keys(s.runners))
 	for _, k := range cfg.Auth.Keys {
 		ak := apiKey{name: k.Name, banks: map[string]bool{}, scopes: map[string]bool{}}
 		if k.Key != "" {
@@ -347,8 +385,12 @@ func New(d Deps, cfg Config) (*Server, error) {
 		Name: "memstream_api_request_seconds", Help: "HTTP request latency by route and status class.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14),
 	}, []string{"route", "code"})
+	s.passes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "memstream_api_background_passes_total",
+		Help: "Passes of the API's background loops over the store (loop: operations, webhooks); idle loops sleep until work is due or announced.",
+	}, []string{"loop"})
 	if d.Registerer != nil {
-		d.Registerer.MustRegister(s.reqs)
+		d.Registerer.MustRegister(s.reqs, s.passes)
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -593,21 +635,46 @@ func (s *Server) Close() {
 	s.wg.Wait()
 }
 
+// idlePollListening is how long the operation runner and the webhook
+// sender sleep with nothing due while a listener runs: NOTIFY wakes them
+// for new work, and the store tells them when retries and checks are due,
+// so this poll only bounds what a lost notification can delay.
+const idlePollListening = 30 * time.Second
+
+// ownerName names this process's operation leases in the store (and in
+// logs): host, pid and a random suffix, unique per Server.
+func ownerName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
+}
+
 // listen keeps a LISTEN connection up until ctx ends. Each (re)connect
 // purges the cache, because changes made while no connection listened
-// were never announced to this replica.
+// were never announced to this replica, and wakes the operation runner and
+// the webhook sender for work announced meanwhile.
 func (s *Server) listen(ctx context.Context) {
 	backoff := 100 * time.Millisecond
+	channels := []string{store.MentalModelChannel, store.OperationsChannel, store.WebhooksChannel}
 	for {
-		err := s.d.Listener.ListenMentalModels(ctx, func() {
+		err := s.d.Listener.Listen(ctx, channels, func() {
 			s.models.purge()
+			s.kick()
+			s.kickWebhooks()
 			backoff = 100 * time.Millisecond
-		}, func(bankID, id string) {
-			if id == "*" {
-				s.models.invalidateBank(bankID, "notify")
-				return
+		}, func(channel, payload string) {
+			switch channel {
+			case store.OperationsChannel:
+				s.kick()
+			case store.WebhooksChannel:
+				s.kickWebhooks()
+			case store.MentalModelChannel:
+				bankID, id, _ := strings.Cut(payload, "/")
+				if id == "*" {
+					s.models.invalidateBank(bankID, "notify")
+					return
+				}
+				s.models.invalidate(bankID, id, "notify")
 			}
-			s.models.invalidate(bankID, id, "notify")
 		})
 		if ctx.Err() != nil {
 			return
@@ -615,7 +682,7 @@ func (s *Server) listen(ctx context.Context) {
 		// While disconnected, nothing would evict stale copies: stop
 		// serving from the cache until the listener is back.
 		s.models.disable()
-		s.log.Warn("mental model change listener lost; retrying", slog.Any("error", err), slog.Duration("backoff", backoff))
+		s.log.Warn("change listener lost; retrying", slog.Any("error", err), slog.Duration("backoff", backoff))
 		select {
 		case <-ctx.Done():
 			return

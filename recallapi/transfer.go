@@ -369,14 +369,27 @@ func (s *Server) restore(ctx context.Context, o store.Operation, data []byte, a 
 			return nil, err
 		}
 	}
+	// A restore may run again (its server died mid-way and another took
+	// the operation back): the copies' ids derive from the operation and
+	// the originals, and a copy already made is kept.
 	for _, d := range ab.Directives {
-		d.ID, d.BankID = uuid.New(), target
+		d.ID, d.BankID = store.DeriveID("restore", o.ID.String(), "directive", d.ID.String()), target
+		if _, err := s.d.Store.GetDirective(ctx, target, d.ID); err == nil {
+			continue
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
 		if _, err := s.d.Store.CreateDirective(ctx, d); err != nil {
 			return nil, err
 		}
 	}
 	for _, m := range ab.MentalModels {
-		m.ID, m.BankID = uuid.New(), target
+		m.ID, m.BankID = store.DeriveID("restore", o.ID.String(), "mental-model", m.ID.String()), target
+		if _, err := s.d.Store.GetMentalModel(ctx, target, m.ID); err == nil {
+			continue
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
 		if _, err := s.d.Store.CreateMentalModel(ctx, m); err != nil {
 			return nil, err
 		}

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -244,31 +245,82 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) e
 	return nil
 }
 
+// kickWebhooks wakes the webhook sender early.
+func (s *Server) kickWebhooks() {
+	select {
+	case s.hookWake <- struct{}{}:
+	default:
+	}
+}
+
 // sendWebhooks delivers queued webhook events until ctx ends, signing each
 // body as Hindsight does (X-Hindsight-Signature: sha256=HMAC(secret,
 // body), also as X-Hub-Signature-256, and X-Hindsight-Signature-V2 over
-// "timestamp.body"), and retrying failures from the queue table.
+// "timestamp.body"), and retrying failures from the queue table. Every
+// replica runs it: deliveries are claimed with SKIP LOCKED under a lease
+// longer than the webhook's timeout, so one is sent by one sender at a
+// time, at least once, with the same X-Hindsight-Delivery-Id on every
+// attempt. Idle, it sleeps until the next retry is due, a NOTIFY
+// announces a new delivery, or the idle poll passes.
 func (s *Server) sendWebhooks(ctx context.Context) {
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	client := s.webhookClient()
+	defer client.CloseIdleConnections()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-timer.C:
+		case <-s.hookWake:
 		}
-		batch, err := s.d.Store.ClaimDeliveries(ctx, 20)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Warn("webhooks: claim", slog.Any("error", err))
+		s.passes.WithLabelValues("webhooks").Inc()
+		wait := s.deliveryPass(ctx, client)
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
 			}
-			continue
 		}
-		for _, d := range batch {
-			s.deliver(ctx, client, d)
-		}
+		timer.Reset(wait)
 	}
+}
+
+// deliveryPass sends what is due and returns how long to sleep.
+func (s *Server) deliveryPass(ctx context.Context, client *http.Client) time.Duration {
+	const page, parallel, busy = 20, 4, 250 * time.Millisecond
+	batch, err := s.d.Store.ClaimDeliveries(ctx, page)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("webhooks: claim", slog.Any("error", err))
+		}
+		return busy
+	}
+	// A few at a time, so one slow endpoint does not hold up the rest.
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for _, d := range batch {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			s.deliver(ctx, client, d)
+		}()
+	}
+	wg.Wait()
+	if len(batch) == page {
+		return 0
+	}
+	at, ok, err := s.d.Store.NextDeliveryDue(ctx)
+	if err != nil {
+		return busy
+	}
+	wait := s.idlePoll
+	if ok {
+		wait = min(wait, max(time.Until(at), busy/5))
+	}
+	return wait
 }
 
 func (s *Server) deliver(ctx context.Context, client *http.Client, d store.WebhookDelivery) {
@@ -319,8 +371,11 @@ func (s *Server) deliver(ctx context.Context, client *http.Client, d store.Webho
 	defer resp.Body.Close()
 	rb, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
 	if resp.StatusCode/100 == 2 {
-		if err := s.d.Store.DeliverySucceeded(context.WithoutCancel(ctx), d.ID, resp.StatusCode, string(rb)); err != nil {
+		if ok, err := s.d.Store.DeliverySucceeded(context.WithoutCancel(ctx), d, resp.StatusCode, string(rb)); err != nil {
 			s.log.Warn("webhooks: record delivery", slog.Any("error", err))
+		} else if !ok {
+			s.log.Info("webhooks: delivered after the claim ran out; another sender may send it again",
+				slog.String("delivery_id", d.ID.String()))
 		}
 		return
 	}
@@ -330,7 +385,7 @@ func (s *Server) deliver(ctx context.Context, client *http.Client, d store.Webho
 
 func (s *Server) deliveryFailed(ctx context.Context, d store.WebhookDelivery, status *int, body, msg string) {
 	wait := webhookRetries[min(d.Attempts, len(webhookRetries)-1)]
-	if err := s.d.Store.DeliveryFailed(context.WithoutCancel(ctx), d.ID, status, body, msg, len(webhookRetries)+1, wait); err != nil {
+	if _, err := s.d.Store.DeliveryFailed(context.WithoutCancel(ctx), d, status, body, msg, len(webhookRetries)+1, wait); err != nil {
 		s.log.Warn("webhooks: record failure", slog.Any("error", err))
 	}
 	s.log.Info("webhook delivery failed; will retry", slog.String("bank_id", d.BankID), slog.String("webhook_id", d.WebhookID.String()),
@@ -353,4 +408,10 @@ func SignWebhookV2(secret string, body []byte, unix int64) string {
 	m.Write([]byte(strconv.FormatInt(unix, 10) + "."))
 	m.Write(body)
 	return fmt.Sprintf("t=%d,v1=%s", unix, hex.EncodeToString(m.Sum(nil)))
+}
+
+// webhookClient is the sender's HTTP client: redirects are not followed
+// (a receiver answers, it does not send the body elsewhere).
+func (s *Server) webhookClient() *http.Client {
+	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -192,42 +191,13 @@ func (s *Store) NotifyBankMentalModels(ctx context.Context, bankID string) error
 	return nil
 }
 
-// ListenMentalModels LISTENs on MentalModelChannel over a connection of its
-// own (outside the pool: it is held for as long as ctx lives) and calls
-// onChange for every notification. ready is called once LISTEN is in
-// effect; notifications sent before that are not seen, so a caller that
-// caches should drop everything in ready. It returns when ctx ends (nil)
-// or the connection fails (the error), and the caller decides whether to
-// listen again.
+// ListenMentalModels is Listen on MentalModelChannel alone: onChange gets
+// each changed model's bank and id ("*" for every model of the bank).
 func (s *Store) ListenMentalModels(ctx context.Context, ready func(), onChange func(bankID, id string)) error {
-	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("listen %s: connect: %w", MentalModelChannel, err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+MentalModelChannel); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("listen %s: %w", MentalModelChannel, err)
-	}
-	if ready != nil {
-		ready()
-	}
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, context.Canceled) {
-				return nil
-			}
-			return fmt.Errorf("listen %s: %w", MentalModelChannel, err)
-		}
-		bank, id, _ := strings.Cut(n.Payload, "/")
+	return s.Listen(ctx, []string{MentalModelChannel}, ready, func(_, payload string) {
+		bank, id, _ := strings.Cut(payload, "/")
 		onChange(bank, id)
-	}
+	})
 }
 
 // MentalModelVersion is one content a mental model had.

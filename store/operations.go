@@ -28,9 +28,14 @@ type Operation struct {
 	ErrorMessage   string          `json:"error_message,omitempty"`
 	RetryCount     int             `json:"retry_count"`
 	ClaimedUntil   *time.Time      `json:"-"`
-	CreatedAt      time.Time       `json:"created_at"`
-	UpdatedAt      time.Time       `json:"updated_at"`
-	CompletedAt    *time.Time      `json:"completed_at,omitempty"`
+	// ClaimedBy is the runner holding a processing operation's lease.
+	ClaimedBy string `json:"-"`
+	// Runs counts the claims of an operation the API runs itself; a lease
+	// that ran out means a run that died with its process.
+	Runs        int        `json:"-"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
 }
 
 // OperationItem is one event a retain produced, and where it landed.
@@ -61,13 +66,13 @@ var (
 
 const opCols = `id, bank_id, kind, status, items_count, COALESCE(document_id, ''), mental_model_id, COALESCE(idempotency_key, ''),
 	COALESCE(request_hash, ''), request, response, result, COALESCE(error_message, ''), retry_count, claimed_until,
-	created_at, updated_at, completed_at`
+	COALESCE(claimed_by, ''), runs, created_at, updated_at, completed_at`
 
 func scanOp(r scanner, extra ...any) (Operation, error) {
 	var o Operation
 	err := r.Scan(append([]any{&o.ID, &o.BankID, &o.Kind, &o.Status, &o.ItemsCount, &o.DocumentID, &o.MentalModelID, &o.IdempotencyKey,
 		&o.RequestHash, &o.Request, &o.Response, &o.Result, &o.ErrorMessage, &o.RetryCount, &o.ClaimedUntil,
-		&o.CreatedAt, &o.UpdatedAt, &o.CompletedAt}, extra...)...)
+		&o.ClaimedBy, &o.Runs, &o.CreatedAt, &o.UpdatedAt, &o.CompletedAt}, extra...)...)
 	return o, err
 }
 
@@ -105,11 +110,10 @@ const (
 	qOpCancel = `UPDATE operations SET status = 'cancelled', completed_at = now(), updated_at = now()
 		WHERE bank_id = $1 AND id = $2 AND status IN ('pending', 'processing')`
 	qOpRetry = `UPDATE operations SET status = 'pending', retry_count = retry_count + 1, error_message = NULL,
-			completed_at = NULL, created_at = now(), updated_at = now()
+			completed_at = NULL, created_at = now(), updated_at = now(), runs = 0, claimed_by = NULL, claimed_until = NULL,
+			next_check_at = now()
 		WHERE bank_id = $1 AND id = $2 AND status IN ('failed', 'cancelled') RETURNING ` + opCols
 	qOpDelete = `DELETE FROM operations WHERE bank_id = $1 AND id = $2 AND status IN ('completed', 'failed', 'cancelled')`
-	qOpOpen   = `SELECT ` + opCols + ` FROM operations WHERE status IN ('pending', 'processing')
-		ORDER BY created_at LIMIT $1`
 	qOpCounts = `SELECT status, count(*) FROM operations WHERE bank_id = $1 GROUP BY status`
 	// Facts that were waiting when a consolidation run was asked for and
 	// still are.
@@ -182,25 +186,6 @@ func (s *Store) ListOperations(ctx context.Context, bankID, status, kind string,
 		out = append(out, o)
 	}
 	return out, total, rows.Err()
-}
-
-// OpenOperations returns up to limit operations that have not finished,
-// oldest first, for the finaliser that settles them.
-func (s *Store) OpenOperations(ctx context.Context, limit int) ([]Operation, error) {
-	rows, err := s.pool.Query(ctx, qOpOpen, limit)
-	if err != nil {
-		return nil, fmt.Errorf("open operations: %w", err)
-	}
-	defer rows.Close()
-	var out []Operation
-	for rows.Next() {
-		o, err := scanOp(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
 }
 
 // SetOperationItems records the events an operation produced and their

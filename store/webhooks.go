@@ -53,6 +53,9 @@ type WebhookDelivery struct {
 	Payload    string          `json:"-"`
 	Secret     *string         `json:"-"`
 	HTTPConfig json.RawMessage `json:"-"`
+	// ClaimToken names the sender's claim (ClaimDeliveries); the outcome
+	// is recorded only under it.
+	ClaimToken uuid.UUID `json:"-"`
 }
 
 // WebhookEvent is an event to announce to a bank's webhooks.
@@ -85,20 +88,29 @@ const (
 		SELECT gen_random_uuid(), w.id, w.bank_id, $2, $3, $4 FROM webhooks w
 		WHERE w.bank_id = $1 AND w.enabled AND $3 = ANY (w.event_types)
 		ON CONFLICT (webhook_id, event_id) DO NOTHING`
-	// A claimed delivery is leased for a minute: a sender that dies
-	// mid-delivery leaves it to be sent again, never lost.
-	qDeliveryClaim = `UPDATE webhook_deliveries d SET next_attempt_at = now() + interval '1 minute', updated_at = now()
+	// A claimed delivery is leased for its webhook's timeout and half a
+	// minute more: a sender that dies mid-delivery leaves it to be sent
+	// again, never lost, and a slow endpoint is not sent a second copy
+	// while the first is still being answered. The claim token names this
+	// claim, so only its holder records the outcome.
+	qDeliveryClaim = `UPDATE webhook_deliveries d SET updated_at = now(), claim_token = gen_random_uuid(),
+			next_attempt_at = now() + make_interval(secs => 30 + CASE WHEN w.http_config->>'timeout_seconds' ~ '^[0-9]{1,4}$'
+				THEN (w.http_config->>'timeout_seconds')::int ELSE 30 END)
 		FROM webhooks w
 		WHERE w.id = d.webhook_id AND d.id IN (
 			SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= now()
 			ORDER BY next_attempt_at FOR UPDATE SKIP LOCKED LIMIT $1)
-		RETURNING d.id, d.webhook_id, d.bank_id, d.event_id, d.event_type, w.url, d.status, d.attempts, d.payload, w.secret, w.http_config`
-	qDeliveryDone = `UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, last_response_status = $2,
-			last_response_body = $3, last_error = NULL, last_attempt_at = now(), updated_at = now() WHERE id = $1`
+		RETURNING d.id, d.webhook_id, d.bank_id, d.event_id, d.event_type, w.url, d.status, d.attempts, d.payload, w.secret, w.http_config,
+			d.claim_token`
+	qDeliveryNextDue = `SELECT min(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending'`
+	qDeliveryDone    = `UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, last_response_status = $2,
+			last_response_body = $3, last_error = NULL, last_attempt_at = now(), updated_at = now(), claim_token = NULL
+		WHERE id = $1 AND claim_token = $4 AND status = 'pending'`
 	qDeliveryFailed = `UPDATE webhook_deliveries SET attempts = attempts + 1, last_response_status = $2, last_response_body = $3,
 			last_error = $4, last_attempt_at = now(), updated_at = now(),
 			status = CASE WHEN attempts + 1 >= $5 THEN 'failed' ELSE 'pending' END,
-			next_attempt_at = now() + $6::interval WHERE id = $1`
+			next_attempt_at = now() + $6::interval, claim_token = NULL
+		WHERE id = $1 AND claim_token = $7 AND status = 'pending'`
 	qDeliveryList = `SELECT d.id, d.webhook_id, d.event_id, d.event_type, w.url, d.status, d.attempts,
 			CASE WHEN d.status = 'pending' THEN d.next_attempt_at END, d.last_error, d.last_response_status, d.last_response_body,
 			d.last_attempt_at, d.created_at, d.updated_at
@@ -224,7 +236,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int) ([]WebhookDelive
 	for rows.Next() {
 		var d WebhookDelivery
 		if err := rows.Scan(&d.ID, &d.WebhookID, &d.BankID, &d.EventID, &d.EventType, &d.URL, &d.Status, &d.Attempts, &d.Payload,
-			&d.Secret, &d.HTTPConfig); err != nil {
+			&d.Secret, &d.HTTPConfig, &d.ClaimToken); err != nil {
 			return nil, err
 		}
 		out = append(out, d)
@@ -232,21 +244,39 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int) ([]WebhookDelive
 	return out, rows.Err()
 }
 
-// DeliverySucceeded records a delivery the endpoint accepted.
-func (s *Store) DeliverySucceeded(ctx context.Context, id uuid.UUID, status int, body string) error {
-	if _, err := s.pool.Exec(ctx, qDeliveryDone, id, status, body); err != nil {
-		return fmt.Errorf("webhook delivery %s: %w", id, err)
+// DeliverySucceeded records a delivery the endpoint accepted, under the
+// sender's claim. It returns false, recording nothing, when the claim is
+// no longer the delivery's (its lease ran out and another sender took it).
+func (s *Store) DeliverySucceeded(ctx context.Context, d WebhookDelivery, status int, body string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, qDeliveryDone, d.ID, status, body, d.ClaimToken)
+	if err != nil {
+		return false, fmt.Errorf("webhook delivery %s: %w", d.ID, err)
 	}
-	return nil
+	return tag.RowsAffected() == 1, nil
 }
 
-// DeliveryFailed records a failed attempt: the delivery is tried again
-// after retryIn, or marked failed once maxAttempts attempts were made.
-func (s *Store) DeliveryFailed(ctx context.Context, id uuid.UUID, status *int, body, errMsg string, maxAttempts int, retryIn time.Duration) error {
-	if _, err := s.pool.Exec(ctx, qDeliveryFailed, id, status, body, errMsg, maxAttempts, retryIn.String()); err != nil {
-		return fmt.Errorf("webhook delivery %s: %w", id, err)
+// DeliveryFailed records a failed attempt under the sender's claim: the
+// delivery is tried again after retryIn, or marked failed once maxAttempts
+// attempts were made. It returns false when the claim was lost.
+func (s *Store) DeliveryFailed(ctx context.Context, d WebhookDelivery, status *int, body, errMsg string, maxAttempts int, retryIn time.Duration) (bool, error) {
+	tag, err := s.pool.Exec(ctx, qDeliveryFailed, d.ID, status, body, errMsg, maxAttempts, retryIn.String(), d.ClaimToken)
+	if err != nil {
+		return false, fmt.Errorf("webhook delivery %s: %w", d.ID, err)
 	}
-	return nil
+	return tag.RowsAffected() == 1, nil
+}
+
+// NextDeliveryDue tells when the earliest pending delivery is due (a
+// retry's time, or a lost claim's end); ok is false when none is pending.
+func (s *Store) NextDeliveryDue(ctx context.Context) (at time.Time, ok bool, err error) {
+	var t *time.Time
+	if err := s.pool.QueryRow(ctx, qDeliveryNextDue).Scan(&t); err != nil {
+		return time.Time{}, false, fmt.Errorf("next webhook delivery due: %w", err)
+	}
+	if t == nil {
+		return time.Time{}, false, nil
+	}
+	return *t, true, nil
 }
 
 // ListDeliveries returns a webhook's deliveries, newest first, created
