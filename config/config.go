@@ -33,6 +33,16 @@ type Config struct {
 	Defense       Defense       `yaml:"defense"`
 	Consolidation Consolidation `yaml:"consolidation"`
 	Reflect       Reflect       `yaml:"reflect"`
+	Webhooks      Webhooks      `yaml:"webhooks"`
+}
+
+// Webhooks configures where the API's webhooks may send deliveries.
+type Webhooks struct {
+	// AllowPrivate lets a webhook target loopback, private, link-local and
+	// other non-public addresses. Off, such a URL is refused when the
+	// webhook is created or changed, and every delivery is refused if the
+	// name it dials resolves to one then (a changed DNS answer).
+	AllowPrivate bool `yaml:"allow_private"`
 }
 
 // Log configures the process logger.

@@ -132,6 +132,10 @@ type envOpts struct {
 	refresher  MentalModelRefresher
 	listener   bool
 	st         *store.Store // share a store (replica tests)
+	// strictWebhooks applies the webhook address policy (tests' sinks
+	// listen on loopback, which it refuses); resolver resolves for it.
+	strictWebhooks bool
+	resolver       Resolver
 }
 
 type env struct {
@@ -192,7 +196,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	}
 	pub := &fakePublisher{st: st, persist: o.persist, delay: o.delay}
 	t.Cleanup(pub.wg.Wait)
-	cfg := Config{MaxBodyBytes: o.maxBody, RetainWait: o.retainWait, BasePolicy: defense.DefaultPolicy()}
+	cfg := Config{MaxBodyBytes: o.maxBody, RetainWait: o.retainWait, BasePolicy: defense.DefaultPolicy(), AllowPrivateWebhooks: !o.strictWebhooks}
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = 64 << 10
 	}
@@ -208,7 +212,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 		}}
 	}
 	d := Deps{Store: st, Recaller: rc, Publisher: pub, Gate: gate, Gatherer: reg, Registerer: reg,
-		Logger: slog.New(slog.DiscardHandler), Reflector: o.reflector, Refresher: o.refresher}
+		Logger: slog.New(slog.DiscardHandler), Reflector: o.reflector, Refresher: o.refresher, Resolver: o.resolver}
 	if o.listener {
 		d.Listener = st
 	}

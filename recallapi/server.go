@@ -220,6 +220,9 @@ type Config struct {
 	// lets another replica take the operation back (http.operation_lease,
 	// default 30 s).
 	OperationLease time.Duration
+	// AllowPrivateWebhooks lets webhooks target loopback, private and
+	// link-local addresses (webhooks.allow_private; default false).
+	AllowPrivateWebhooks bool
 }
 
 // Deps are the server's collaborators.
@@ -259,6 +262,9 @@ type Deps struct {
 	Embedder TextEmbedder
 	// Extractor extracts facts for …/memories/dry-run-extract.
 	Extractor DryRunExtractor
+	// Resolver resolves webhook hosts for the address policy; nil is the
+	// system resolver.
+	Resolver Resolver
 }
 
 // TextEmbedder embeds document texts (package embed).

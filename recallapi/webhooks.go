@@ -132,6 +132,9 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := body.check(true); err != nil {
 		return err
 	}
+	if err := s.checkWebhookURL(r.Context(), *body.URL); err != nil {
+		return err
+	}
 	cfg := webhookHTTPConfig{}
 	if body.HTTPConfig != nil {
 		cfg = *body.HTTPConfig
@@ -184,6 +187,11 @@ func (s *Server) patchWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err := body.check(false); err != nil {
 		return err
+	}
+	if body.URL != nil {
+		if err := s.checkWebhookURL(r.Context(), *body.URL); err != nil {
+			return err
+		}
 	}
 	p := store.WebhookPatch{URL: body.URL, Secret: body.Secret, EventTypes: body.EventTypes, Enabled: body.Enabled}
 	if body.HTTPConfig != nil {
@@ -408,10 +416,4 @@ func SignWebhookV2(secret string, body []byte, unix int64) string {
 	m.Write([]byte(strconv.FormatInt(unix, 10) + "."))
 	m.Write(body)
 	return fmt.Sprintf("t=%d,v1=%s", unix, hex.EncodeToString(m.Sum(nil)))
-}
-
-// webhookClient is the sender's HTTP client: redirects are not followed
-// (a receiver answers, it does not send the body elsewhere).
-func (s *Server) webhookClient() *http.Client {
-	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }

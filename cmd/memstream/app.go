@@ -383,7 +383,7 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 			Redact:      redactor.RedactAll}, recallapi.Config{
 			Addr: cfg.HTTP.Addr, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, RetainWait: cfg.HTTP.RetainWait, MaxEventBytes: cfg.Kafka.MaxEventBytes,
 			ReadTimeout: cfg.HTTP.ReadTimeout, WriteTimeout: cfg.HTTP.WriteTimeout, Auth: cfg.Auth, BasePolicy: basePolicy(cfg), Version: version,
-			OperationLease: cfg.HTTP.OperationLease,
+			OperationLease: cfg.HTTP.OperationLease, AllowPrivateWebhooks: cfg.Webhooks.AllowPrivate,
 		})
 		if err != nil {
 			return a, err

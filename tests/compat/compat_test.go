@@ -171,6 +171,9 @@ consolidation:
   mental_model_min_interval: 0s
 log:
   level: warn
+webhooks:
+  # The suite's webhook sink listens on loopback.
+  allow_private: true
 auth:
   keys:
     - {name: admin, key: %s, banks: ["*"], scopes: [admin]}
