@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/memstream/memstream/config"
 	"github.com/memstream/memstream/internal/pgtest"
+	"github.com/memstream/memstream/internal/toolcache"
 )
 
 const (
@@ -321,39 +320,17 @@ func tsClient(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(lock)
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "memstream", "mcp-ts-"+hex.EncodeToString(sum[:6]))
-	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
-		// Install beside the final place and rename, so that an
-		// interrupted install never looks complete.
-		tmp := fmt.Sprintf("%s.tmp-%d", dir, os.Getpid())
-		_ = os.RemoveAll(tmp)
-		if err := os.MkdirAll(tmp, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	dir := toolcache.Dir(t, "mcp-ts", lock, func(dir string) error {
 		for _, f := range []string{"package.json", "package-lock.json", ".npmrc"} {
-			copyFile(t, filepath.Join(src, f), filepath.Join(tmp, f))
+			copyFile(t, filepath.Join(src, f), filepath.Join(dir, f))
 		}
 		c := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		c.Dir = tmp
+		c.Dir = dir
 		if b, err := c.CombinedOutput(); err != nil {
-			_ = os.RemoveAll(tmp)
-			t.Fatalf("npm ci in %s: %v\n%s", tmp, err, b)
+			return fmt.Errorf("npm ci: %v\n%s", err, b)
 		}
-		if err := os.WriteFile(filepath.Join(tmp, ".complete"), lock, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, dir); err != nil {
-			_ = os.RemoveAll(tmp)
-			if _, statErr := os.Stat(filepath.Join(dir, ".complete")); statErr != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+		return nil
+	})
 	// The script changes without the lock file: write it on every run,
 	// atomically, under a name of its own.
 	script, err := os.ReadFile(filepath.Join(src, "client.mjs"))

@@ -3,8 +3,6 @@ package compat
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -20,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memstream/memstream/internal/toolcache"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/COMPATIBILITY.md from the measured results")
@@ -80,45 +80,20 @@ func venv(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(req)
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "memstream", "compat-venv-"+hex.EncodeToString(sum[:6]))
-	if _, err := os.Stat(filepath.Join(dir, ".complete")); err == nil {
-		return dir
-	}
-	// Build beside the final place and rename, so an interrupted install
-	// never leaves a half-built environment that looks complete.
-	tmp := dir + fmt.Sprintf(".tmp-%d", os.Getpid())
-	_ = os.RemoveAll(tmp)
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	steps := [][]string{
-		{python, "-m", "venv", tmp},
-		{filepath.Join(tmp, "bin", "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r", "requirements.txt"},
-	}
-	for _, s := range steps {
-		c := exec.Command(s[0], s[1:]...)
-		if b, err := c.CombinedOutput(); err != nil {
-			_ = os.RemoveAll(tmp)
-			t.Fatalf("%s: %v\n%s", strings.Join(s, " "), err, b)
+	// A venv records its own path in scripts; python -m works wherever it
+	// lives, so it may be built beside its place and renamed.
+	return toolcache.Dir(t, "compat-venv", req, func(dir string) error {
+		steps := [][]string{
+			{python, "-m", "venv", dir},
+			{filepath.Join(dir, "bin", "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r", "requirements.txt"},
 		}
-	}
-	// A venv records its own path in scripts; python -m works wherever it lives.
-	if err := os.WriteFile(filepath.Join(tmp, ".complete"), req, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if _, statErr := os.Stat(filepath.Join(dir, ".complete")); statErr == nil {
-			_ = os.RemoveAll(tmp) // another process won the race
-			return dir
+		for _, s := range steps {
+			if b, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
+				return fmt.Errorf("%s: %v\n%s", strings.Join(s, " "), err, b)
+			}
 		}
-		t.Fatal(err)
-	}
-	return dir
+		return nil
+	})
 }
 
 func buildMemstream(t *testing.T) string {
