@@ -97,6 +97,26 @@ func (c *caller) do(ctx context.Context, method, path string, q url.Values, body
 	return status, nil
 }
 
+// enabledTools reads the bank's mcp_enabled_tools: the tools it allows,
+// and whether it limits them at all. When the configuration cannot be read
+// (no such bank yet, a key without read access), nothing is limited here:
+// the tool's own API call gives the real answer.
+func (c *caller) enabledTools(ctx context.Context) (map[string]bool, bool) {
+	var view struct {
+		Config struct {
+			Tools *[]string `json:"mcp_enabled_tools"`
+		} `json:"config"`
+	}
+	if _, err := c.do(ctx, http.MethodGet, c.bankPath("config"), nil, nil, &view); err != nil || view.Config.Tools == nil {
+		return nil, false
+	}
+	on := make(map[string]bool, len(*view.Config.Tools))
+	for _, t := range *view.Config.Tools {
+		on[t] = true
+	}
+	return on, true
+}
+
 // apiError reads the API's error shape {"error": {code, message, field}};
 // anything else (a proxy's page) is kept as the message.
 func apiError(status int, raw []byte) *APIError {

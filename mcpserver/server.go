@@ -115,21 +115,21 @@ func New(d Deps, cfg Config) (*Server, error) {
 			}
 		}
 	}
-	fromHeader := func(req *mcp.CallToolRequest, name string) string {
-		if req.Extra == nil || req.Extra.Header == nil {
+	fromHeader := func(extra *mcp.RequestExtra, name string) string {
+		if extra == nil || extra.Header == nil {
 			return ""
 		}
-		return req.Extra.Header.Get(name)
+		return extra.Header.Get(name)
 	}
-	auth := func(req *mcp.CallToolRequest) string { return fromHeader(req, "Authorization") }
+	auth := func(extra *mcp.RequestExtra) string { return fromHeader(extra, "Authorization") }
 	var err error
 	s.single, err = s.newServer(binding{single: true, auth: auth,
-		bank: func(req *mcp.CallToolRequest) string { return fromHeader(req, bankHeader) }})
+		bank: func(extra *mcp.RequestExtra) string { return fromHeader(extra, bankHeader) }})
 	if err != nil {
 		return nil, err
 	}
-	s.multi, err = s.newServer(binding{auth: auth, bank: func(req *mcp.CallToolRequest) string {
-		if b := strings.TrimSpace(fromHeader(req, "X-Bank-Id")); b != "" {
+	s.multi, err = s.newServer(binding{auth: auth, bank: func(extra *mcp.RequestExtra) string {
+		if b := strings.TrimSpace(fromHeader(extra, "X-Bank-Id")); b != "" {
 			return b
 		}
 		return cfg.DefaultBank
@@ -154,9 +154,9 @@ type binding struct {
 	// single: the tools take no bank_id; bank management tools are left out.
 	single bool
 	// bank is the session's bank for a call that names none.
-	bank func(*mcp.CallToolRequest) string
+	bank func(*mcp.RequestExtra) string
 	// auth is the Authorization header value to call the API with.
-	auth func(*mcp.CallToolRequest) string
+	auth func(*mcp.RequestExtra) string
 }
 
 const instructions = `memstream is long-term memory for agents. Call recall before answering anything that may depend on what the user said before; call retain (or sync_retain, which waits until the memory is stored) whenever the user shares facts, preferences, plans or decisions worth keeping; call reflect for a reasoned answer over everything the bank knows.`
@@ -179,6 +179,7 @@ func (s *Server) newServer(b binding) (*mcp.Server, error) {
 		srv.AddTool(&mcp.Tool{Name: t.name, Description: t.desc, InputSchema: schema, Annotations: t.annotations()},
 			s.handler(t, args, b))
 	}
+	srv.AddReceivingMiddleware(s.filterTools(b))
 	return srv, nil
 }
 
@@ -210,7 +211,7 @@ func (s *Server) call(t tool, args *arguments, b binding) func(context.Context, 
 			delete(m, "bank_id")
 		}
 		if bank == "" {
-			bank = b.bank(req)
+			bank = b.bank(req.Extra)
 		}
 		if bank == "" && !t.noBank {
 			return s.failure(t, "", errors.New("no bank: give bank_id, or connect to /mcp/{bank_id}/"))
@@ -219,7 +220,14 @@ func (s *Server) call(t tool, args *arguments, b binding) func(context.Context, 
 		if err != nil {
 			return s.failure(t, bank, err)
 		}
-		out, err := t.run(ctx, &caller{api: s.d.API, auth: b.auth(req), bank: bank}, raw)
+		c := &caller{api: s.d.API, auth: b.auth(req.Extra), bank: bank}
+		if bank != "" && !t.noBank {
+			if on, ok := c.enabledTools(ctx); ok && !on[t.name] {
+				return s.failure(t, bank, &APIError{Status: http.StatusForbidden, Code: "tool_not_enabled",
+					Message: fmt.Sprintf("tool %s is not enabled for bank %s (its mcp_enabled_tools)", t.name, bank)})
+			}
+		}
+		out, err := t.run(ctx, c, raw)
 		if err != nil {
 			return s.failure(t, bank, err)
 		}
@@ -228,6 +236,38 @@ func (s *Server) call(t tool, args *arguments, b binding) func(context.Context, 
 			return s.failure(t, bank, err)
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}, StructuredContent: out}
+	}
+}
+
+// filterTools lists only the tools the session bank's configuration
+// enables (mcp_enabled_tools), as Hindsight does; a bank without the key
+// (or whose configuration this key cannot read) lists them all.
+func (s *Server) filterTools(b binding) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			list, ok := res.(*mcp.ListToolsResult)
+			if err != nil || method != "tools/list" || !ok {
+				return res, err
+			}
+			bank := b.bank(req.GetExtra())
+			if bank == "" {
+				return res, nil
+			}
+			on, limited := (&caller{api: s.d.API, auth: b.auth(req.GetExtra()), bank: bank}).enabledTools(ctx)
+			if !limited {
+				return res, nil
+			}
+			kept := make([]*mcp.Tool, 0, len(list.Tools))
+			for _, t := range list.Tools {
+				if on[t.Name] {
+					kept = append(kept, t)
+				}
+			}
+			out := *list
+			out.Tools = kept
+			return &out, nil
+		}
 	}
 }
 
@@ -353,8 +393,8 @@ func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteC
 	if sess.Key != "" {
 		auth = "Bearer " + sess.Key
 	}
-	b := binding{single: sess.Bank != "", auth: func(*mcp.CallToolRequest) string { return auth },
-		bank: func(*mcp.CallToolRequest) string {
+	b := binding{single: sess.Bank != "", auth: func(*mcp.RequestExtra) string { return auth },
+		bank: func(*mcp.RequestExtra) string {
 			if sess.Bank != "" {
 				return sess.Bank
 			}

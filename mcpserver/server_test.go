@@ -140,6 +140,14 @@ func TestToolCallsTheAPIAsTheCaller(t *testing.T) {
 			_, _ = w.Write([]byte(`{"error":{"code":"forbidden","message":"this key may not read this bank"}}`))
 			return
 		}
+		if strings.HasSuffix(r.URL.Path, "/config") {
+			tools := "null"
+			if strings.Contains(r.URL.Path, "/banks/limited/") {
+				tools = `["recall"]`
+			}
+			_, _ = w.Write([]byte(`{"config":{"mcp_enabled_tools":` + tools + `}}`))
+			return
+		}
 		var body map[string]any
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		_ = json.NewEncoder(w).Encode(map[string]any{"results": []any{}, "echo": body})
@@ -194,11 +202,35 @@ func TestToolCallsTheAPIAsTheCaller(t *testing.T) {
 		t.Errorf("error shape %v", e)
 	}
 	want := []string{
+		"GET /v1/default/banks/alice/config? Bearer k1", // mcp_enabled_tools
 		"POST /v1/default/banks/alice/memories/recall? Bearer k1",
+		"GET /v1/default/banks/other/config? Bearer k1",
 		"POST /v1/default/banks/other/memories/recall? Bearer k1",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("API calls:\n got %q\nwant %q", got, want)
+	}
+
+	// A bank whose mcp_enabled_tools names only recall lists only recall,
+	// and refuses the others without calling their routes.
+	limited := cs("/mcp/limited/")
+	var names []string
+	for tool, err := range limited.Tools(t.Context(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	if !slices.Equal(names, []string{"recall"}) {
+		t.Errorf("tools of a bank limited to recall: %v", names)
+	}
+	got = nil
+	res, err = limited.CallTool(t.Context(), &mcp.CallToolParams{Name: "retain", Arguments: map[string]any{"content": "x"}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "tool_not_enabled") {
+		t.Errorf("retain on a bank that does not enable it: %v %+v", err, res)
+	}
+	if !slices.Equal(got, []string{"GET /v1/default/banks/limited/config? Bearer k1"}) {
+		t.Errorf("a disabled tool called %q", got)
 	}
 }
 

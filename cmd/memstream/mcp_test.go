@@ -284,6 +284,35 @@ func TestMCPOverHTTP(t *testing.T) {
 	t.Run("stdio", func(t *testing.T) { testMCPStdio(t, base) })
 	t.Run("every tool", func(t *testing.T) { testEveryTool(t, base) })
 	t.Run("typescript sdk", func(t *testing.T) { testMCPTypeScriptClient(t, base) })
+	t.Run("mcp_enabled_tools", func(t *testing.T) { testEnabledTools(t, base) })
+}
+
+// testEnabledTools: a bank whose configuration sets mcp_enabled_tools (as
+// Hindsight's does) lists only those tools and refuses the others.
+func testEnabledTools(t *testing.T, base string) {
+	const bank = "mcp-limited"
+	admin := connectMCP(t, base+"/mcp", mcpAdminKey)
+	for _, c := range []struct {
+		name string
+		args map[string]any
+	}{
+		{"create_bank", map[string]any{"bank_id": bank}},
+		{"update_bank", map[string]any{"bank_id": bank, "config_updates": map[string]any{"mcp_enabled_tools": []string{"recall", "get_bank"}}}},
+	} {
+		if out, isErr := callTool(t, admin, c.name, c.args); isErr {
+			t.Fatalf("%s: %v", c.name, out)
+		}
+	}
+	limited := connectMCP(t, base+"/mcp/"+bank+"/", mcpAdminKey)
+	if names := toolNames(t, limited); !slices.Equal(names, []string{"get_bank", "recall"}) {
+		t.Errorf("tools of a bank that enables recall and get_bank: %v", names)
+	}
+	if out, isErr := callTool(t, limited, "retain", map[string]any{"content": "Not stored."}); !isErr || out["code"] != "tool_not_enabled" {
+		t.Errorf("retain where it is not enabled: error=%v %v", isErr, out)
+	}
+	if out, isErr := callTool(t, limited, "get_bank", nil); isErr {
+		t.Errorf("get_bank where it is enabled: %v", out)
+	}
 }
 
 // testMCPTypeScriptClient runs tests/mcp-ts/client.mjs: the official
