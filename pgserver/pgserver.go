@@ -67,6 +67,10 @@ type Config struct {
 	// made in a new directory under it and the configured path becomes a
 	// symlink to that. Default "/var/lib/memstream".
 	RelocateDir string
+	// Memory is the RAM the server sizes shared_buffers and
+	// effective_cache_size from; 0 means the machine's (or its cgroup's
+	// limit, if lower), read at every start.
+	Memory int64
 }
 
 // WithDefaults returns c with empty fields set to their defaults.
@@ -123,7 +127,7 @@ type Server struct {
 
 // Start starts the server in cfg.DataDir, running initdb first if the
 // directory holds no cluster yet, and returns once the database and the
-// vector and pg_trgm extensions exist. A server already running on the data
+// vector, pg_trgm and btree_gin extensions exist. A server already running on the data
 // directory (another memstream process's, or one left by a process that
 // died) is reused.
 //
@@ -363,7 +367,7 @@ func (s *Server) bootstrap(ctx context.Context, reused bool) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	for _, ext := range []string{"vector", "pg_trgm"} {
+	for _, ext := range []string{"vector", "pg_trgm", "btree_gin"} {
 		_, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS "+ext)
 		var pgErr *pgconn.PgError
 		// PostgreSQL 15 reports a missing control file as undefined_file,
@@ -482,8 +486,13 @@ func (s *Server) writeConf() error {
 	set("unix_socket_directories", quoteConf(socketDir), "The socket stays inside the data dir, private to this server.")
 	set("unix_socket_permissions", "0700", "")
 	set("max_connections", "100", "Pools of ingest, API and workers on one machine.")
-	set("shared_buffers", "256MB", "Enough for the hot part of the HNSW index without taking the machine.")
-	set("effective_cache_size", "2GB", "")
+	ram := s.cfg.Memory
+	if ram <= 0 {
+		ram = machineMemory()
+	}
+	mem := sizeMemory(ram)
+	set("shared_buffers", confBytes(mem.sharedBuffers), "A quarter of the machine's memory (see sizeMemory).")
+	set("effective_cache_size", confBytes(mem.effectiveCacheSize), "Three quarters: shared buffers and the page cache.")
 	set("work_mem", "16MB", "")
 	set("maintenance_work_mem", "512MB", "HNSW index builds are much faster when the graph fits in memory.")
 	set("max_parallel_maintenance_workers", "2", "pgvector builds HNSW indexes in parallel.")
