@@ -80,7 +80,7 @@ func TestLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"vector", "pg_trgm"} {
+	for _, want := range []string{"vector", "pg_trgm", "btree_gin"} {
 		if !slices.Contains(exts, want) {
 			t.Errorf("extension %s missing; have %v", want, exts)
 		}

@@ -689,7 +689,7 @@ func TestSemanticCorrectUnderFilter(t *testing.T) {
 	fx := newFixture(t, facts)
 	// Leave the planner only the HNSW index: without the bank indexes and
 	// with seq scans off, it cannot read the small bank exactly.
-	for _, ix := range []string{"memory_units_bank_type_idx", "memory_units_mentioned_idx", "memory_units_occurred_idx", "memory_units_doc_idx"} {
+	for _, ix := range []string{"memory_units_bank_type_idx", "memory_units_mentioned_idx", "memory_units_occurred_idx", "memory_units_doc_idx", "memory_units_bank_tsv_idx"} {
 		if _, err := fx.pool.Exec(context.Background(), "DROP INDEX "+ix); err != nil {
 			t.Fatal(err)
 		}

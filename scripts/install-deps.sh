@@ -83,9 +83,9 @@ fi
 [ -x "$PG_CONFIG" ] || die "$PG_CONFIG not found after installing postgresql-server-dev-$PG_MAJOR"
 EXT_DIR="$("$PG_CONFIG" --sharedir)/extension"
 
-# --- 3. pg_trgm ----------------------------------------------------------------
-if [ ! -f "$EXT_DIR/pg_trgm.control" ]; then
-	log "pg_trgm missing from $EXT_DIR; reinstalling postgresql-contrib"
+# --- 3. pg_trgm and btree_gin ----------------------------------------------------
+if [ ! -f "$EXT_DIR/pg_trgm.control" ] || [ ! -f "$EXT_DIR/btree_gin.control" ]; then
+	log "pg_trgm or btree_gin missing from $EXT_DIR; reinstalling postgresql-contrib"
 	apt_update_once
 	as_root apt-get install -y -q --no-install-recommends --reinstall postgresql-contrib "postgresql-$PG_MAJOR"
 fi

@@ -83,7 +83,7 @@ func TestSemanticPlanUsesHNSW(t *testing.T) {
 	t.Parallel()
 	s := migratedInternal(t)
 	ctx := context.Background()
-	for _, ix := range []string{"memory_units_bank_type_idx", "memory_units_mentioned_idx", "memory_units_occurred_idx", "memory_units_doc_idx"} {
+	for _, ix := range []string{"memory_units_bank_type_idx", "memory_units_mentioned_idx", "memory_units_occurred_idx", "memory_units_doc_idx", "memory_units_bank_tsv_idx"} {
 		if _, err := s.pool.Exec(ctx, "DROP INDEX "+ix); err != nil {
 			t.Fatal(err)
 		}

@@ -165,7 +165,7 @@ func (s *Store) Migrate(ctx context.Context) ([]string, error) {
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, lockKey())
 
-	for _, ext := range []string{"vector", "pg_trgm"} {
+	for _, ext := range []string{"vector", "pg_trgm", "btree_gin"} {
 		if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS "+ext); err != nil {
 			return nil, fmt.Errorf("migrate: extension %s is not available (run scripts/install-deps.sh): %w", ext, err)
 		}

@@ -100,7 +100,7 @@ func ensureExtensions(ctx context.Context, dbURL string) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	for _, ext := range []string{"vector", "pg_trgm"} {
+	for _, ext := range []string{"vector", "pg_trgm", "btree_gin"} {
 		if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS "+ext+" WITH SCHEMA public"); err != nil {
 			return fmt.Errorf("create extension %s: %w", ext, err)
 		}
