@@ -219,7 +219,7 @@ func TestThirtyParaphrasesBecomeOneObservation(t *testing.T) {
 		WHERE ev.observation_id = $1 AND ev.quote = f.text AND ev.evidence_at = f.mentioned_at`, pref.ID); n != 30 {
 		t.Errorf("verbatim evidence = %d", n)
 	}
-	if n := e.count(`SELECT count(*) FROM memory_units WHERE bank_id = 'alice' AND consolidated_at IS NULL AND fact_type <> 'observation'`); n != 0 {
+	if n := e.count(`SELECT count(*) FROM consolidation_queue WHERE bank_id = 'alice'`); n != 0 {
 		t.Errorf("unconsolidated after drain: %d", n)
 	}
 	// A second drain has nothing to do.

@@ -157,7 +157,7 @@ func TestOpenAIAdjudicatorGivesUp(t *testing.T) {
 		t.Fatalf("drain with a broken model: %v", err)
 	}
 	// Nothing was applied: the fact is still pending for the retry.
-	if n := e.count(`SELECT count(*) FROM memory_units WHERE bank_id = 'erin' AND consolidated_at IS NULL`); n != 1 {
+	if n := e.count(`SELECT count(*) FROM consolidation_queue WHERE bank_id = 'erin'`); n != 1 {
 		t.Fatalf("pending facts = %d", n)
 	}
 	if _, err := consolidate.NewOpenAI(consolidate.OpenAIConfig{BaseURL: srv.URL}); err == nil || !strings.Contains(err.Error(), "llm.model") {

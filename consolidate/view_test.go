@@ -60,7 +60,7 @@ func TestBatchedDrainMatchesFactByFact(t *testing.T) {
 		if n, m := e.count(q), ref.count(q); n != m {
 			t.Errorf("batch %d: %d history rows, fact by fact %d", batch, n, m)
 		}
-		q = `SELECT count(*) FROM memory_units WHERE bank_id = 'alice' AND consolidated_at IS NULL AND fact_type <> 'observation'`
+		q = `SELECT count(*) FROM consolidation_queue WHERE bank_id = 'alice'`
 		if n := e.count(q); n != 0 {
 			t.Errorf("batch %d: %d facts left unconsolidated", batch, n)
 		}

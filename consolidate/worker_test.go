@@ -254,7 +254,7 @@ func TestRunStoppedMidJobResumes(t *testing.T) {
 		_ = e.db.QueryRow(context.Background(), `SELECT string_agg(format('%s %s %s %s', state, locked_by, last_error, attempts), '; ') FROM jobs`).Scan(&dump)
 		t.Fatalf("released jobs = %d: %s", n, dump)
 	}
-	pending := e.count(`SELECT count(*) FROM memory_units WHERE bank_id = 'alice' AND consolidated_at IS NULL AND fact_type <> 'observation'`)
+	pending := e.count(`SELECT count(*) FROM consolidation_queue WHERE bank_id = 'alice'`)
 	if pending == 0 || pending == len(facts) {
 		t.Fatalf("pending after the stop = %d, want some done and some left", pending)
 	}

@@ -179,7 +179,7 @@ func TestActivityRoute(t *testing.T) {
 	if sum(a, "events") != 1 || sum(a, "facts") != 3 || sum(a, "consolidated") != 0 || last(a, "backlog") != 3 || last(a, "backlog_peak") != 3 {
 		t.Fatalf("before consolidation: %s", a.raw)
 	}
-	if _, err := pgtest.DB(e.st).Exec(t.Context(), `UPDATE memory_units SET consolidated_at = now() WHERE id = ANY($1)`, []uuid.UUID{s.f1, s.f2}); err != nil {
+	if _, err := pgtest.DB(e.st).Exec(t.Context(), `INSERT INTO unit_consolidations (unit_id, bank_id, consolidated_at) SELECT id, bank_id, now() FROM memory_units WHERE id = ANY($1)`, []uuid.UUID{s.f1, s.f2}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.st.RecordDeadLetter(t.Context(), "memstream.events", 0, 7, "b1", "schema_violation", "decode"); err != nil {
@@ -191,8 +191,8 @@ func TestActivityRoute(t *testing.T) {
 	}
 	// A fact consolidated ten seconds after it was stored, five minutes ago:
 	// the backlog at the bucket's end misses it, its peak does not.
-	if _, err := pgtest.DB(e.st).Exec(t.Context(), `UPDATE memory_units SET created_at = now() - interval '5 minutes',
-		consolidated_at = now() - interval '5 minutes' + interval '10 seconds' WHERE id = $1`, s.f3); err != nil {
+	if _, err := pgtest.DB(e.st).Exec(t.Context(), `WITH u AS (UPDATE memory_units SET created_at = now() - interval '5 minutes' WHERE id = $1 RETURNING id, bank_id)
+		INSERT INTO unit_consolidations (unit_id, bank_id, consolidated_at) SELECT id, bank_id, now() - interval '5 minutes' + interval '10 seconds' FROM u`, s.f3); err != nil {
 		t.Fatal(err)
 	}
 	a = ok(t, e.call("GET", b+"/activity?minutes=10&buckets=20", "", ""), "activity burst")
@@ -207,7 +207,7 @@ func TestActivityRoute(t *testing.T) {
 		t.Fatalf("a burst consolidated within its bucket shows in no peak: %s", a.raw)
 	}
 	// A window that ends before the facts were written sees none.
-	if _, err := pgtest.DB(e.st).Exec(t.Context(), `UPDATE memory_units SET created_at = now() - interval '3 hours', consolidated_at = NULL`); err != nil {
+	if _, err := pgtest.DB(e.st).Exec(t.Context(), `WITH d AS (DELETE FROM unit_consolidations) UPDATE memory_units SET created_at = now() - interval '3 hours'`); err != nil {
 		t.Fatal(err)
 	}
 	a = ok(t, e.call("GET", b+"/activity?minutes=60&buckets=6", "", ""), "activity old facts")

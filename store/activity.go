@@ -32,7 +32,7 @@ type Activity struct {
 }
 
 // The backlog over time needs no sampler: a fact waits from its created_at
-// to its consolidated_at, so the backlog at t is the facts created by t
+// to its consolidation (unit_consolidations), so the backlog at t is the facts created by t
 // minus those consolidated by t. It is derived from the rows stored now,
 // so facts deleted since (with their document) no longer count.
 const qActivity = `
@@ -44,14 +44,15 @@ SELECT 'f', width_bucket(extract(epoch FROM created_at)::float8, $2::float8, $3:
 	AND created_at >= to_timestamp($2::float8) AND created_at < to_timestamp($3::float8) GROUP BY 2
 UNION ALL
 SELECT 'c', width_bucket(extract(epoch FROM consolidated_at)::float8, $2::float8, $3::float8, $4::int), count(*)
-	FROM memory_units WHERE bank_id = $1 AND fact_type <> 'observation'
+	FROM unit_consolidations WHERE bank_id = $1
 	AND consolidated_at >= to_timestamp($2::float8) AND consolidated_at < to_timestamp($3::float8) GROUP BY 2
 UNION ALL
 SELECT 'd', width_bucket(extract(epoch FROM created_at)::float8, $2::float8, $3::float8, $4::int), count(*)
 	FROM dead_letters WHERE bank_id = $1 AND created_at >= to_timestamp($2::float8) AND created_at < to_timestamp($3::float8) GROUP BY 2
 UNION ALL
-SELECT 'p', 0, count(*) FROM memory_units WHERE bank_id = $1 AND fact_type <> 'observation'
-	AND created_at < to_timestamp($2::float8) AND (consolidated_at IS NULL OR consolidated_at >= to_timestamp($2::float8))`
+SELECT 'p', 0, count(*) FROM memory_units m LEFT JOIN unit_consolidations uc ON uc.unit_id = m.id
+	WHERE m.bank_id = $1 AND m.fact_type <> 'observation'
+	AND m.created_at < to_timestamp($2::float8) AND (uc.consolidated_at IS NULL OR uc.consolidated_at >= to_timestamp($2::float8))`
 
 const (
 	activitySub       = 10

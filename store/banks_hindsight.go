@@ -236,7 +236,7 @@ const (
 	qStatsNodes = `SELECT fact_type, count(*) FROM memory_units WHERE bank_id = $1 AND state = 'valid' GROUP BY fact_type`
 	qStatsLinks = `SELECT l.link_type, m.fact_type, count(*) FROM memory_links l JOIN memory_units m ON m.id = l.from_id
 		WHERE l.bank_id = $1 GROUP BY l.link_type, m.fact_type`
-	qStatsTimes = `SELECT (SELECT max(consolidated_at) FROM memory_units WHERE bank_id = $1),
+	qStatsTimes = `SELECT (SELECT max(consolidated_at) FROM unit_consolidations WHERE bank_id = $1),
 			(SELECT max(created_at) FROM memory_units WHERE bank_id = $1),
 			(SELECT count(*) FROM memory_units WHERE bank_id = $1 AND state = 'invalidated')`
 )
@@ -430,9 +430,10 @@ const (
 	// taken after, then see the observations it wrote.
 	qLockBankFacts     = `SELECT id FROM memory_units WHERE bank_id = $1 AND fact_type <> 'observation' ORDER BY id FOR UPDATE`
 	qClearObservations = `DELETE FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation'`
-	// Facts whose observations are gone are consolidated again.
-	qReconsolidate = `UPDATE memory_units SET consolidated_at = NULL WHERE bank_id = $1 AND fact_type <> 'observation'
-		AND consolidated_at IS NOT NULL`
+	// Facts whose observations are gone are consolidated again: back on
+	// the queue.
+	qReconsolidate = `WITH d AS (DELETE FROM unit_consolidations WHERE bank_id = $1 RETURNING unit_id, bank_id)
+		INSERT INTO consolidation_queue (unit_id, bank_id) SELECT unit_id, bank_id FROM d ON CONFLICT DO NOTHING`
 	qClearMemories = `DELETE FROM memory_units WHERE bank_id = $1 AND ($2 = '' OR fact_type = $2)`
 	qClearEntities = `DELETE FROM entities e WHERE e.bank_id = $1
 		AND NOT EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.entity_id = e.id)
@@ -440,7 +441,8 @@ const (
 	qMemoryObservations = `SELECT DISTINCT e.observation_id FROM observation_evidence e JOIN memory_units o ON o.id = e.observation_id
 		WHERE o.bank_id = $1 AND e.memory_id = $2`
 	qDropUnits       = `DELETE FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[])`
-	qUnconsolidateOf = `UPDATE memory_units SET consolidated_at = NULL WHERE bank_id = $1 AND id = $2`
+	qUnconsolidateOf = `WITH d AS (DELETE FROM unit_consolidations WHERE bank_id = $1 AND unit_id = $2 RETURNING unit_id, bank_id)
+		INSERT INTO consolidation_queue (unit_id, bank_id) SELECT unit_id, bank_id FROM d ON CONFLICT DO NOTHING`
 )
 
 // ClearObservations deletes every observation of a bank and puts its facts

@@ -97,7 +97,8 @@ type ConsolidationApply struct {
 	BankID  string
 	FactIDs []uuid.UUID
 	Edits   []ObsEdit
-	// Now stamps consolidated_at and the history rows (an injected clock).
+	// Now stamps the facts' consolidation and the history rows (an
+	// injected clock).
 	Now time.Time
 	// MergeThreshold merges other valid observations of the same scope
 	// whose cosine similarity to a created or updated one is at least this
@@ -192,13 +193,17 @@ const (
 	qAsyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`
 	// The queue rows are the facts' claim: locked in id order, and gone
 	// once a batch that held them committed.
-	qLockFacts        = `SELECT unit_id FROM consolidation_queue WHERE bank_id = $1 AND unit_id = ANY($2::uuid[]) ORDER BY unit_id FOR UPDATE`
-	qMarkConsolidated = `UPDATE memory_units SET consolidated_at = $3 WHERE bank_id = $1 AND id = ANY($2::uuid[])`
-	qDequeueFacts     = `DELETE FROM consolidation_queue WHERE unit_id = ANY($1::uuid[])`
-	qObsInsert        = `INSERT INTO memory_units (id, bank_id, fact_type, text, embedding, search_aux, mentioned_at,
-			tags, metadata, idempotency_key, proof_count, consolidated_at, created_at, updated_at)
+	qLockFacts = `SELECT unit_id FROM consolidation_queue WHERE bank_id = $1 AND unit_id = ANY($2::uuid[]) ORDER BY unit_id FOR UPDATE`
+	// Marking a fact writes a row of its own, never the fact's: see
+	// migration 012.
+	qMarkConsolidated = `INSERT INTO unit_consolidations (unit_id, bank_id, consolidated_at)
+		SELECT unnest($2::uuid[]), $1, $3
+		ON CONFLICT (unit_id) DO UPDATE SET consolidated_at = EXCLUDED.consolidated_at`
+	qDequeueFacts = `DELETE FROM consolidation_queue WHERE unit_id = ANY($1::uuid[])`
+	qObsInsert    = `INSERT INTO memory_units (id, bank_id, fact_type, text, embedding, search_aux, mentioned_at,
+			tags, metadata, idempotency_key, proof_count, created_at, updated_at)
 		SELECT id, $1, 'observation', t, e, a, $2, ARRAY(SELECT jsonb_array_elements_text(g)), md,
-			'observation:' || id::text, 0, $2, $2, $2
+			'observation:' || id::text, 0, $2, $2
 		FROM unnest($3::uuid[], $4::text[], $5::halfvec[], $6::text[], $7::jsonb[], $8::jsonb[]) AS x(id, t, e, a, g, md)
 		ON CONFLICT DO NOTHING
 		RETURNING id`

@@ -133,3 +133,85 @@ func TestObservationCandidatesStayInScope(t *testing.T) {
 		t.Fatalf("keyword = %+v", lists.Keyword)
 	}
 }
+
+// Consolidating facts never writes their memory_units rows (migration
+// 012): the time goes to unit_consolidations, and clearing observations
+// puts the facts back on the queue.
+func TestConsolidationLeavesFactRowsAlone(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	persistFacts(t, st, "a", 3, at)
+	ids := factIDs(t, st, "a")
+	if len(ids) != 3 {
+		t.Fatalf("pending = %d", len(ids))
+	}
+	rowVersions := func() []string {
+		rows, err := st.Pool().Query(ctx, `SELECT xmin::text || ctid::text FROM memory_units WHERE bank_id = 'a' AND fact_type <> 'observation' ORDER BY id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for rows.Next() {
+			var v string
+			if err := rows.Scan(&v); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, v)
+		}
+		return out
+	}
+	count := func(q string) int {
+		var n int
+		if err := st.Pool().QueryRow(ctx, q).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := rowVersions()
+	obs := store.DeriveID("a", "obs", "1")
+	out, err := st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: "a", FactIDs: ids, Now: at, Trend: countTrend,
+		Edits: []store.ObsEdit{{Kind: store.EditCreate, ObservationID: obs, Text: "likes tea", Embedding: []float32{1, 0, 0, 0},
+			Evidence: []store.ObsEvidence{{MemoryID: ids[0], Quote: "q", Relevance: 1, At: at}}}}})
+	if err != nil || !out.Applied {
+		t.Fatalf("apply: %+v %v", out, err)
+	}
+	if after := rowVersions(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("consolidation rewrote fact rows: %v, then %v", before, after)
+	}
+	if n := count(`SELECT count(*) FROM unit_consolidations WHERE bank_id = 'a' AND consolidated_at = '2026-11-01T10:00:00Z'`); n != 3 {
+		t.Fatalf("consolidation records = %d", n)
+	}
+	if n := count(`SELECT count(*) FROM consolidation_queue WHERE bank_id = 'a'`); n != 0 {
+		t.Fatalf("queue after apply = %d", n)
+	}
+	hs, err := st.BankHindsightStats(ctx, "a")
+	if err != nil || hs.LastConsolidatedAt == nil || !hs.LastConsolidatedAt.Equal(at) {
+		t.Fatalf("last_consolidated_at = %v, %v", hs.LastConsolidatedAt, err)
+	}
+	var opts *string
+	if err := st.Pool().QueryRow(ctx, `SELECT reloptions::text FROM pg_class WHERE oid = 'memory_units'::regclass`).Scan(&opts); err != nil || opts != nil {
+		t.Fatalf("memory_units storage options = %v, %v; want the defaults", opts, err)
+	}
+	// One memory's observations cleared: that memory alone is pending again.
+	if _, err := st.ClearMemoryObservations(ctx, "a", ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(`SELECT count(*) FROM consolidation_queue WHERE bank_id = 'a'`); n != 1 {
+		t.Fatalf("queue after clearing one memory's observations = %d", n)
+	}
+	// All observations cleared: every fact is pending again.
+	if _, err := st.ClearObservations(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(`SELECT count(*) FROM consolidation_queue WHERE bank_id = 'a'`); n != 3 {
+		t.Fatalf("queue after clearing observations = %d", n)
+	}
+	if n := count(`SELECT count(*) FROM unit_consolidations WHERE bank_id = 'a'`); n != 0 {
+		t.Fatalf("consolidation records after clearing = %d", n)
+	}
+	if got := factIDs(t, st, "a"); len(got) != 3 {
+		t.Fatalf("pending facts after clearing = %d", len(got))
+	}
+}

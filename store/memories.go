@@ -101,8 +101,9 @@ const memoryWhere = `m.bank_id = $1
 		  AND ($9 = '' OR (` + memoryTime + `) IS NOT NULL)
 		  AND ($10::timestamptz IS NULL OR (` + memoryTime + `) >= $10)
 		  AND ($11::timestamptz IS NULL OR (` + memoryTime + `) < $11)
-		  AND ($12 = '' OR ($12 = 'pending' AND m.consolidated_at IS NULL AND m.fact_type <> 'observation')
-				OR ($12 = 'done' AND m.consolidated_at IS NOT NULL))
+		  AND ($12 = '' OR ($12 = 'pending' AND EXISTS (SELECT 1 FROM consolidation_queue cq WHERE cq.unit_id = m.id))
+				OR ($12 = 'done' AND (m.fact_type = 'observation'
+					OR EXISTS (SELECT 1 FROM unit_consolidations uc WHERE uc.unit_id = m.id))))
 		  AND ($13::timestamptz IS NULL OR m.mentioned_at >= $13::timestamptz)
 		  AND ($14::timestamptz IS NULL OR m.mentioned_at < $14::timestamptz)`
 

@@ -117,8 +117,8 @@ const (
 	qOpCounts = `SELECT status, count(*) FROM operations WHERE bank_id = $1 GROUP BY status`
 	// Facts that were waiting when a consolidation run was asked for and
 	// still are.
-	qConsolidationLeft = `SELECT count(*) FROM memory_units WHERE bank_id = $1 AND consolidated_at IS NULL
-		AND fact_type <> 'observation' AND state = 'valid' AND created_at <= $2`
+	qConsolidationLeft = `SELECT count(*) FROM consolidation_queue cq JOIN memory_units m ON m.id = cq.unit_id
+		WHERE cq.bank_id = $1 AND m.state = 'valid' AND m.created_at <= $2`
 )
 
 // CreateOperation stores a new operation. With an IdempotencyKey that a
