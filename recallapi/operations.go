@@ -456,7 +456,10 @@ func (s *Server) settle(ctx context.Context, o store.Operation) error {
 			return err
 		}
 		if len(states) == 0 {
-			if time.Since(o.CreatedAt) > 2*s.retainClaim() {
+			// No event was recorded: the request failed before producing,
+			// unless an attempt still holds the key's claim.
+			claimed := o.ClaimedUntil != nil && time.Until(*o.ClaimedUntil) > 0
+			if !claimed && time.Since(o.CreatedAt) > 2*(s.cfg.RetainWait+s.cfg.RequestTimeout) {
 				_, err := s.d.Store.FinishOperation(ctx, o.ID, "failed", "no event was produced (the request failed before Kafka acknowledged it)", nil)
 				return err
 			}

@@ -230,10 +230,6 @@ func (s *Server) gateEvents(ctx context.Context, bank, opID string, events []eve
 	return nil
 }
 
-// retainClaim bounds how long a first attempt of an idempotent retain
-// holds its key before a retry may take over (it crashed mid-way).
-func (s *Server) retainClaim() time.Duration { return s.cfg.RetainWait + s.cfg.RequestTimeout }
-
 // announceDefense queues a memory_defense.triggered event (Hindsight's
 // payload: action, detector, matched_types) for the bank's webhooks.
 func (s *Server) announceDefense(ctx context.Context, bank, opID, action string, labels map[string]bool) {
@@ -285,9 +281,13 @@ func (s *Server) Retain(ctx context.Context, bank string, body RetainRequest, id
 	sum := sha256.Sum256(canon)
 	op := store.Operation{ID: opID, BankID: bank, Kind: "retain", ItemsCount: len(events), DocumentID: events[0].DocumentID,
 		IdempotencyKey: idemKey, RequestHash: hex.EncodeToString(sum[:])}
+	// An idempotent retain is claimed by this attempt until it answers,
+	// with a lease it renews while it runs: a retry waits for the answer,
+	// or takes over once the claim is given up or has lapsed (the process
+	// died), and re-produces the same event keys, which are stored once.
+	attempt := uuid.NewString()
 	if idemKey != "" {
-		until := time.Now().Add(s.retainClaim())
-		op.ClaimedUntil = &until
+		op.ClaimedBy, op.ClaimFor = attempt, s.cfg.OperationLease
 	}
 	got, existing, err := s.d.Store.CreateOperation(ctx, op)
 	if err != nil {
@@ -298,16 +298,9 @@ func (s *Server) Retain(ctx context.Context, bank string, body RetainRequest, id
 			return 0, RetainResponse{}, false, &apiError{Status: http.StatusConflict, Code: "idempotency_key_reused", Field: "Idempotency-Key",
 				Message: "this idempotency key was already used for a different retain request"}
 		}
-		if status, out, ok := storedAnswer(got); ok {
-			return status, out, true, nil
-		}
-		// The first attempt has not answered: take over if it gave up,
-		// else wait for its answer.
-		if _, err := s.d.Store.ReclaimOperation(ctx, bank, got.ID, time.Now().Add(s.retainClaim())); err != nil {
-			if !errors.Is(err, store.ErrNotFound) {
-				return 0, RetainResponse{}, false, err
-			}
-			return s.awaitFirstAttempt(ctx, bank, got.ID)
+		status, out, answered, err := s.awaitOrTakeOver(ctx, bank, got, attempt)
+		if err != nil || answered {
+			return status, out, answered, err
 		}
 		if got.ID != opID {
 			opID = got.ID
@@ -315,6 +308,10 @@ func (s *Server) Retain(ctx context.Context, bank string, body RetainRequest, id
 				return 0, RetainResponse{}, false, err
 			}
 		}
+	}
+	if idemKey != "" {
+		stop := s.holdRetain(opID, attempt)
+		defer stop()
 	}
 	if err := s.replaceDocuments(ctx, bank, body, events); err != nil {
 		return 0, RetainResponse{}, false, err
@@ -331,12 +328,10 @@ func (s *Server) Retain(ctx context.Context, bank string, body RetainRequest, id
 	}
 	pos, err := s.d.Publisher.Publish(ctx, events)
 	if err != nil {
-		bg := context.WithoutCancel(ctx)
-		if idemKey != "" {
-			// A retry with the same key may take over at once.
-			_ = s.d.Store.ReleaseOperation(bg, opID)
-		} else {
-			_, _ = s.d.Store.FinishOperation(bg, opID, "failed", "could not publish to Kafka (an item Kafka did accept is still ingested): "+err.Error(), nil)
+		if idemKey == "" {
+			// With a key, the claim is given up instead and a retry
+			// takes over.
+			_, _ = s.d.Store.FinishOperation(context.WithoutCancel(ctx), opID, "failed", "could not publish to Kafka (an item Kafka did accept is still ingested): "+err.Error(), nil)
 		}
 		return 0, RetainResponse{}, false, &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "could not publish to Kafka: " + err.Error()}
 	}
@@ -383,23 +378,76 @@ func storedAnswer(o store.Operation) (int, RetainResponse, bool) {
 	return a.Status, a.Body, true
 }
 
-// awaitFirstAttempt waits for a concurrent first attempt of the same
-// idempotent retain to answer, and returns its answer.
-func (s *Server) awaitFirstAttempt(ctx context.Context, bank string, id uuid.UUID) (int, RetainResponse, bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RetainWait)
+// awaitOrTakeOver handles a retry of an idempotent retain whose first
+// attempt has not answered: it waits up to http.retain_wait for that
+// answer (answered true, a replay), or takes the retain over as attempt
+// once the first attempt's claim is given up or has lapsed (answered
+// false: the caller runs the retain). Past the wait it is a 409 in_progress
+// with Retry-After: the first attempt is alive and still renewing.
+func (s *Server) awaitOrTakeOver(ctx context.Context, bank string, o store.Operation, attempt string) (int, RetainResponse, bool, error) {
+	wait, cancel := context.WithTimeout(ctx, s.cfg.RetainWait)
 	defer cancel()
 	for {
-		o, err := s.d.Store.GetOperation(ctx, bank, id)
-		if err == nil {
-			if status, out, ok := storedAnswer(o); ok {
-				return status, out, true, nil
-			}
+		if status, out, ok := storedAnswer(o); ok {
+			return status, out, true, nil
+		}
+		if _, err := s.d.Store.TakeOverRetain(wait, bank, o.ID, attempt, s.cfg.OperationLease); err == nil {
+			s.log.Info("retain: took over an idempotent retain whose first attempt stopped", "bank_id", bank, "operation_id", o.ID)
+			return 0, RetainResponse{}, false, nil
+		} else if !errors.Is(err, store.ErrNotFound) && wait.Err() == nil {
+			return 0, RetainResponse{}, false, err
 		}
 		select {
-		case <-ctx.Done():
+		case <-wait.Done():
+			if ctx.Err() != nil {
+				return 0, RetainResponse{}, false, ctx.Err()
+			}
 			return 0, RetainResponse{}, false, &apiError{Status: http.StatusConflict, Code: "in_progress", Field: "Idempotency-Key",
-				Message: "a retain with this idempotency key is still in progress; retry later or poll operation " + id.String()}
-		case <-time.After(100 * time.Millisecond):
+				RetryAfter: s.cfg.OperationLease / 3,
+				Message:    "a retain with this idempotency key is still in progress; retry later or poll operation " + o.ID.String()}
+		case <-time.After(200 * time.Millisecond):
+		}
+		if got, err := s.d.Store.GetOperation(wait, bank, o.ID); err == nil {
+			o = got
+		}
+	}
+}
+
+// holdRetain renews attempt's claim on an idempotent retain every third
+// of http.operation_lease until the returned stop is called, which also
+// gives the claim up if the retain has not answered by then (an error,
+// a client gone, a 202 still pending), so that a retry takes over at once.
+func (s *Server) holdRetain(id uuid.UUID, attempt string) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.cfg.OperationLease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			held, err := s.d.Store.HeartbeatRetain(ctx, id, attempt, s.cfg.OperationLease)
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("retain: could not renew the idempotency claim", "operation_id", id, "error", err)
+			}
+			if err == nil && !held {
+				// Answered, or lapsed and taken over: the other attempt
+				// produces the same event keys, so nothing is doubled.
+				return
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer rcancel()
+		if err := s.d.Store.ReleaseRetain(rctx, id, attempt); err != nil {
+			s.log.Warn("retain: could not release the idempotency claim", "operation_id", id, "error", err)
 		}
 	}
 }

@@ -131,10 +131,11 @@ type Store interface {
 	PutBank(ctx context.Context, b store.Bank) (store.Bank, error)
 	PutFile(ctx context.Context, f store.StoredFile) (store.StoredFile, error)
 	QueueWebhookEvent(ctx context.Context, ev store.WebhookEvent) error
-	ReclaimOperation(ctx context.Context, bankID string, id uuid.UUID, until time.Time) (store.Operation, error)
 	ReclaimOperations(ctx context.Context, maxRuns int) ([]store.Operation, error)
 	ReleaseClaimedOperation(ctx context.Context, id uuid.UUID, owner string) error
-	ReleaseOperation(ctx context.Context, id uuid.UUID) error
+	ReleaseRetain(ctx context.Context, id uuid.UUID, owner string) error
+	HeartbeatRetain(ctx context.Context, id uuid.UUID, owner string, lease time.Duration) (bool, error)
+	TakeOverRetain(ctx context.Context, bankID string, id uuid.UUID, owner string, lease time.Duration) (store.Operation, error)
 	ResetBankConfig(ctx context.Context, bankID string) error
 	RetryOperation(ctx context.Context, bankID string, id uuid.UUID) (store.Operation, error)
 	SetBankAliasPrimary(ctx context.Context, bankID, alias string, primary bool) error

@@ -28,8 +28,12 @@ type Operation struct {
 	ErrorMessage   string          `json:"error_message,omitempty"`
 	RetryCount     int             `json:"retry_count"`
 	ClaimedUntil   *time.Time      `json:"-"`
-	// ClaimedBy is the runner holding a processing operation's lease.
+	// ClaimedBy is the runner holding a processing operation's lease, or
+	// the attempt holding an unanswered idempotent retain.
 	ClaimedBy string `json:"-"`
+	// ClaimFor, given to CreateOperation with ClaimedBy, is the lease the
+	// new row's claim starts with (the database's clock, as every lease).
+	ClaimFor time.Duration `json:"-"`
 	// Runs counts the claims of an operation the API runs itself; a lease
 	// that ran out means a run that died with its process.
 	Runs        int        `json:"-"`
@@ -78,16 +82,27 @@ func scanOp(r scanner, extra ...any) (Operation, error) {
 
 const (
 	qOpInsert = `INSERT INTO operations (id, bank_id, kind, status, items_count, document_id, mental_model_id, idempotency_key,
-			request_hash, request, claimed_until)
-		VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7, NULLIF($8, ''), NULLIF($9, ''), $10, $11)
+			request_hash, request, claimed_by, claimed_until)
+		VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7, NULLIF($8, ''), NULLIF($9, ''), $10, NULLIF($11, ''),
+			CASE WHEN $11 <> '' THEN now() + $12::bigint * interval '1 microsecond' END)
 		ON CONFLICT (bank_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 		RETURNING ` + opCols
 	qOpByKey = `SELECT ` + opCols + ` FROM operations WHERE bank_id = $1 AND idempotency_key = $2`
-	// A retry may take over a first attempt whose claim ran out (it
-	// crashed between reserving and answering).
-	qOpReclaim = `UPDATE operations SET claimed_until = $3, updated_at = now()
-		WHERE bank_id = $1 AND id = $2 AND response IS NULL AND (claimed_until IS NULL OR claimed_until < now())
+	// A retry may take over a first attempt whose claim ran out (its
+	// process died, or it gave up, between reserving and answering).
+	// A retain the runner failed for want of events is open again.
+	qRetainTakeOver = `UPDATE operations SET claimed_by = $3, claimed_until = now() + $4::bigint * interval '1 microsecond',
+			status = CASE WHEN status = 'failed' THEN 'pending' ELSE status END,
+			error_message = CASE WHEN status = 'failed' THEN NULL ELSE error_message END,
+			completed_at = CASE WHEN status = 'failed' THEN NULL ELSE completed_at END, updated_at = now()
+		WHERE bank_id = $1 AND id = $2 AND kind = 'retain' AND response IS NULL
+			AND (claimed_until IS NULL OR claimed_until < now())
 		RETURNING ` + opCols
+	// Only the attempt holding the claim renews or gives it up.
+	qRetainHeartbeat = `UPDATE operations SET claimed_until = now() + $3::bigint * interval '1 microsecond', updated_at = now()
+		WHERE id = $1 AND claimed_by = $2 AND response IS NULL`
+	qRetainRelease = `UPDATE operations SET claimed_until = now(), updated_at = now()
+		WHERE id = $1 AND claimed_by = $2 AND response IS NULL`
 	qOpGet  = `SELECT ` + opCols + ` FROM operations WHERE bank_id = $1 AND id = $2`
 	qOpList = `SELECT ` + opCols + `, count(*) OVER () FROM operations
 		WHERE bank_id = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR kind = $3)
@@ -103,7 +118,7 @@ const (
 		FROM operation_items i JOIN operations o ON o.id = i.operation_id
 		LEFT JOIN dead_letters d ON d.topic = i.topic AND d.partition = i.partition AND d."offset" = i."offset"
 		WHERE i.operation_id = $1 ORDER BY i.idx`
-	qOpRespond = `UPDATE operations SET response = $2, claimed_until = NULL, updated_at = now() WHERE id = $1`
+	qOpRespond = `UPDATE operations SET response = $2, claimed_by = NULL, claimed_until = NULL, updated_at = now() WHERE id = $1`
 	qOpFinish  = `UPDATE operations SET status = $2, error_message = NULLIF($3, ''), result = COALESCE($4, result),
 			completed_at = CASE WHEN $2 IN ('completed', 'failed', 'cancelled') THEN now() END, updated_at = now()
 		WHERE id = $1 AND status IN ('pending', 'processing')`
@@ -132,7 +147,7 @@ func (s *Store) CreateOperation(ctx context.Context, o Operation) (out Operation
 		o.Status = "pending"
 	}
 	out, err = scanOp(s.pool.QueryRow(ctx, qOpInsert, o.ID, o.BankID, o.Kind, o.Status, o.ItemsCount, o.DocumentID, o.MentalModelID,
-		o.IdempotencyKey, o.RequestHash, o.Request, o.ClaimedUntil))
+		o.IdempotencyKey, o.RequestHash, o.Request, o.ClaimedBy, o.ClaimFor.Microseconds()))
 	if errors.Is(err, pgx.ErrNoRows) && o.IdempotencyKey != "" {
 		out, err = scanOp(s.pool.QueryRow(ctx, qOpByKey, o.BankID, o.IdempotencyKey))
 		if err != nil {
@@ -146,15 +161,36 @@ func (s *Store) CreateOperation(ctx context.Context, o Operation) (out Operation
 	return out, false, nil
 }
 
-// ReclaimOperation lets a retry take over an idempotent retain whose first
-// attempt never answered and whose claim has run out. It returns
-// ErrNotFound when the first attempt answered or still holds its claim.
-func (s *Store) ReclaimOperation(ctx context.Context, bankID string, id uuid.UUID, until time.Time) (Operation, error) {
-	o, err := scanOp(s.pool.QueryRow(ctx, qOpReclaim, bankID, id, until))
+// TakeOverRetain lets a retry become the attempt (owner) of an idempotent
+// retain whose first attempt never answered and whose claim has run out,
+// with a claim of lease. It returns ErrNotFound when the retain answered or
+// its claim is still held.
+func (s *Store) TakeOverRetain(ctx context.Context, bankID string, id uuid.UUID, owner string, lease time.Duration) (Operation, error) {
+	o, err := scanOp(s.pool.QueryRow(ctx, qRetainTakeOver, bankID, id, owner, lease.Microseconds()))
 	if err != nil {
-		return o, fmt.Errorf("reclaim operation %s/%s: %w", bankID, id, translate(err))
+		return o, fmt.Errorf("take over retain %s/%s: %w", bankID, id, translate(err))
 	}
 	return o, nil
+}
+
+// HeartbeatRetain renews owner's claim on an unanswered retain for lease.
+// It reports false when owner no longer holds it (it lapsed and a retry
+// took over, or the retain answered).
+func (s *Store) HeartbeatRetain(ctx context.Context, id uuid.UUID, owner string, lease time.Duration) (bool, error) {
+	tag, err := s.pool.Exec(ctx, qRetainHeartbeat, id, owner, lease.Microseconds())
+	if err != nil {
+		return false, fmt.Errorf("renew retain %s claim: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// ReleaseRetain gives up owner's claim on a retain it could not answer (its
+// produce failed, its client went away), so a retry may take over at once.
+func (s *Store) ReleaseRetain(ctx context.Context, id uuid.UUID, owner string) error {
+	if _, err := s.pool.Exec(ctx, qRetainRelease, id, owner); err != nil {
+		return fmt.Errorf("release retain %s: %w", id, err)
+	}
+	return nil
 }
 
 // GetOperation returns one operation of a bank, or ErrNotFound.
@@ -326,15 +362,4 @@ func (s *Store) ConsolidationLeft(ctx context.Context, bankID string, before tim
 		return 0, fmt.Errorf("consolidation left bank %s: %w", bankID, err)
 	}
 	return n, nil
-}
-
-const qOpRelease = `UPDATE operations SET claimed_until = now(), updated_at = now() WHERE id = $1 AND response IS NULL`
-
-// ReleaseOperation gives up the first attempt's claim on an idempotent
-// retain (its produce failed), so that a retry may take over at once.
-func (s *Store) ReleaseOperation(ctx context.Context, id uuid.UUID) error {
-	if _, err := s.pool.Exec(ctx, qOpRelease, id); err != nil {
-		return fmt.Errorf("release operation %s: %w", id, err)
-	}
-	return nil
 }

@@ -173,9 +173,9 @@ func TestChaos(t *testing.T) {
 		body := fmt.Sprintf(`{"items":[{"content":"Retained note %03d: the quarterly review moved to Porto.","document_id":"notes"}],"async":true}`, i)
 		hdr := map[string]string{"Idempotency-Key": key}
 		s.send(b, "POST", "/v1/default/banks/retainer/memories", body, hdr, 20*time.Millisecond)
-		s.http(b, "POST", "/v1/default/banks/retainer/memories", body, hdr, 200)
+		s.retain(b, "/v1/default/banks/retainer/memories", body, hdr)
 		if i%3 == 0 {
-			s.http(b, "POST", "/v1/default/banks/retainer/memories", body, hdr, 200)
+			s.retain(b, "/v1/default/banks/retainer/memories", body, hdr)
 		}
 	}
 
@@ -433,6 +433,44 @@ func (s *scenario) http(p *proc, method, path, body string, headers map[string]s
 	out, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != want {
 		s.t.Fatalf("%s %s: status %d, want %d: %s", method, path, resp.StatusCode, want, out)
+	}
+}
+
+// retain sends an idempotent retain as a careful client does: a 503, or a
+// 409 in_progress (the key's first attempt has not answered yet), is
+// retried after Retry-After or a growing pause, a bounded number of times,
+// so a key that never frees still fails the test.
+func (s *scenario) retain(p *proc, path, body string, headers map[string]string) {
+	s.t.Helper()
+	pause := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		req, err := http.NewRequest("POST", "http://"+p.addr+path, strings.NewReader(body))
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+		if err != nil {
+			s.t.Fatalf("POST %s: %v", path, err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			return
+		}
+		retryable := resp.StatusCode == 503 || resp.StatusCode == 409 && bytes.Contains(out, []byte(`"in_progress"`))
+		if !retryable || attempt == 5 {
+			s.t.Fatalf("POST %s (attempt %d): status %d, want 200: %s", path, attempt, resp.StatusCode, out)
+		}
+		wait := pause
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+			wait = time.Duration(secs) * time.Second
+		}
+		time.Sleep(wait)
+		pause *= 2
 	}
 }
 

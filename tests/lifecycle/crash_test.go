@@ -91,3 +91,53 @@ func facts(t *testing.T, p *proc, bank string) int {
 	}
 	return int(n)
 }
+
+// A server SIGKILLed while it waits for an idempotent retain to be stored
+// leaves the key claimed by an attempt nobody renews. The client's retry
+// with the same Idempotency-Key against the next server takes the retain
+// over once the claim has lapsed, and gets its answer; the retain is
+// stored once. Before, the retry was a 409 in_progress until the claim's
+// fixed term (http.retain_wait + the request timeout) ran out.
+func TestIdempotentRetainSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two server processes")
+	}
+	s := newSite(t, "MEMSTREAM_HTTP_OPERATION_LEASE=2s")
+	const bank = "/v1/default/banks/kept"
+	body := `{"async":false,"items":[{"content":"Erin keeps bees on the roof of the library.","document_id":"bees"}]}`
+	key := map[string]string{"Idempotency-Key": "retain-before-crash"}
+
+	// An api-only server: the retain is produced but never ingested, so
+	// the request is still waiting when the server dies.
+	first := s.serve("first", "api")
+	answered := make(chan int, 1)
+	go func() {
+		code, _ := first.callWith(t, "POST", bank+"/memories", body, key)
+		answered <- code
+	}()
+	waitFor(t, "the retain's operation", time.Minute, func() bool {
+		code, out := first.call(t, "GET", bank+"/operations", "")
+		return code == 200 && out["total"] == 1.0
+	})
+	time.Sleep(500 * time.Millisecond) // the produce, acknowledged
+	first.kill(t)
+	if code := <-answered; code != 0 {
+		t.Fatalf("the first attempt answered %d before the crash", code)
+	}
+
+	second := s.serve("second", "ingest,api,worker")
+	code, out := second.callWith(t, "POST", bank+"/memories", body, key)
+	if code != 200 || out["status"] != "persisted" {
+		t.Fatalf("retry after the crash: %d %v", code, out)
+	}
+	code, again := second.callWith(t, "POST", bank+"/memories", body, key)
+	if code != 200 || again["operation_id"] != out["operation_id"] {
+		t.Fatalf("second retry: %d %v (first answer %v)", code, again, out)
+	}
+	if n := facts(t, second, bank); n != 1 {
+		t.Fatalf("the retain stored %d facts, want 1", n)
+	}
+	if n := total(t, second, bank+"/documents"); n != 1 {
+		t.Fatalf("%d documents, want 1", n)
+	}
+}

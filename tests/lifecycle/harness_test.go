@@ -199,6 +199,12 @@ func (p *proc) terminate(t *testing.T) {
 // (nil when it is not an object).
 func (p *proc) call(t *testing.T, method, path, body string) (int, map[string]any) {
 	t.Helper()
+	return p.callWith(t, method, path, body, nil)
+}
+
+// callWith is call with request headers.
+func (p *proc) callWith(t *testing.T, method, path, body string, hdr map[string]string) (int, map[string]any) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var rd io.Reader
@@ -211,6 +217,9 @@ func (p *proc) call(t *testing.T, method, path, body string) (int, map[string]an
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
