@@ -40,6 +40,9 @@ type RecallConfig struct {
 	// NewEmbedder builds a provider's embedder (needed for providers other
 	// than hash). It should not cache: every timed query pays the model.
 	NewEmbedder func(provider string, dim int) (embed.Embedder, error)
+	// Passes is how many times each configuration is timed (see passes);
+	// 0 means the default.
+	Passes int
 }
 
 // bankNow is the query timestamp of the synthetic banks: fixed, so that
@@ -124,6 +127,7 @@ type loadedBank struct {
 	r        *recall.Recaller
 	emb      embed.Embedder
 	bank     *Bank
+	log      *slog.Logger
 	close    func()
 }
 
@@ -134,20 +138,29 @@ func (l *loadedBank) time(ctx context.Context, cfg RecallConfig, progress func(s
 		return err
 	}
 	defer raw.Close()
-	for _, c := range cfg.Concurrency {
-		progress(fmt.Sprintf("%s, %d facts: %d queries at concurrency %d", l.provider, l.facts, cfg.Queries, c))
-		res, err := runRecall(ctx, l.r, raw, l.emb, l.bank, c, cfg.Warmup)
-		if err != nil {
-			return err
+	for pass := range passes(cfg) {
+		for _, c := range cfg.Concurrency {
+			r := l.r
+			if pass > 0 {
+				// Fresh term statistics: only the database's cache is warm.
+				if r, err = recall.New(recall.Deps{Store: l.st, Embedder: l.emb, Logger: l.log}, recall.Config{}); err != nil {
+					return err
+				}
+			}
+			progress(fmt.Sprintf("%s pass, %s, %d facts: %d queries at concurrency %d", passName(pass), l.provider, l.facts, cfg.Queries, c))
+			res, err := runRecall(ctx, r, raw, l.emb, l.bank, c, cfg.Warmup)
+			if err != nil {
+				return err
+			}
+			res.Embedder, res.Pass = l.provider, passName(pass)
+			line, err := json.Marshal(res)
+			if err != nil {
+				return fmt.Errorf("bench recall: %w", err)
+			}
+			fmt.Fprintln(stdout, string(line))
+			progress(fmt.Sprintf("%s pass, %s, %d facts, c=%d: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, %.0f QPS; raw HNSW p50 %.2f ms; ratio %.1fx",
+				passName(pass), l.provider, l.facts, c, res.P50MS, res.P95MS, res.P99MS, res.QPS, res.RawHNSWP50MS, res.RatioP50))
 		}
-		res.Embedder = l.provider
-		line, err := json.Marshal(res)
-		if err != nil {
-			return fmt.Errorf("bench recall: %w", err)
-		}
-		fmt.Fprintln(stdout, string(line))
-		progress(fmt.Sprintf("%s, %d facts, c=%d: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, %.0f QPS; raw HNSW p50 %.2f ms; ratio %.1fx",
-			l.provider, l.facts, c, res.P50MS, res.P95MS, res.P99MS, res.QPS, res.RawHNSWP50MS, res.RatioP50))
 	}
 	return nil
 }
@@ -229,7 +242,7 @@ func loadSize(ctx context.Context, cfg RecallConfig, base string, facts, maxConc
 	if err != nil {
 		return nil, err
 	}
-	l := &loadedBank{provider: provider, facts: facts, emb: emb}
+	l := &loadedBank{provider: provider, facts: facts, emb: emb, log: log}
 	l.close = func() {
 		if l.st != nil {
 			l.st.Close()
@@ -310,6 +323,9 @@ type RecallResult struct {
 	TableFacts int    `json:"table_facts,omitempty"`
 	// LoadAvg is /proc/loadavg's 1-minute figure when the pass started.
 	LoadAvg string `json:"loadavg_1m"`
+	// Pass is "cold" for the first timing of a configuration, "warm" for
+	// the same queries timed again (see passName).
+	Pass string `json:"pass"`
 }
 
 // runRecall asks bank's queries through r at the given concurrency, then
