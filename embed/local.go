@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+
+	"github.com/memstream/memstream/priority"
 )
 
 // LocalConfig configures [Local].
@@ -34,8 +36,8 @@ const localBatchTokens = 512
 type Local struct {
 	m        *useModel
 	prefixes Prefixes
-	docs     chan struct{} // slots for document batches
-	all      chan struct{} // slots for any batch
+	docs     *priority.Gate // slots for document batches, live ones first
+	all      chan struct{}  // slots for any batch
 	pool     sync.Pool
 	dir      string
 }
@@ -55,8 +57,7 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	l := &Local{m: m, prefixes: cfg.Prefixes, dir: dir,
-		docs: make(chan struct{}, max(1, threads-1)), all: make(chan struct{}, threads)}
+	l := &Local{m: m, prefixes: cfg.Prefixes, dir: dir, docs: documentGate(threads), all: make(chan struct{}, threads)}
 	l.pool.New = func() any { return new(useScratch) }
 	return l, nil
 }
@@ -100,41 +101,49 @@ func (l *Local) embed(ctx context.Context, kind Kind, texts []string) ([][]float
 			est += len(texts[end])/3 + 2
 			end++
 		}
-		if err := l.acquire(ctx, kind); err != nil {
+		release, err := l.acquire(ctx, kind)
+		if err != nil {
 			return nil, err
 		}
 		l.m.encode(texts[start:end], out[start:end], s)
-		l.release(kind)
+		release()
 		start = end
 	}
 	return out, nil
 }
 
-// acquire takes a slot for one forward pass. Each pass is short (a few
-// milliseconds), so slots are taken per pass, not per call: a query waits
-// for at most one pass of a long document batch.
-func (l *Local) acquire(ctx context.Context, kind Kind) error {
+// documentGate holds the document passes: all slots but one (which is
+// the queries'), and among documents the live ones (ingest) before the
+// background ones (consolidation), by the context's priority class.
+// Background documents may use every document slot: the query slot is
+// what keeps recall from waiting.
+func documentGate(threads int) *priority.Gate {
+	n := max(1, threads-1)
+	g, err := priority.NewGate(priority.GateConfig{Name: "embed", Slots: n, MaxBackground: n})
+	if err != nil {
+		panic(err) // n >= 1 always makes a valid gate
+	}
+	return g
+}
+
+// acquire takes a slot for one forward pass and returns its release. Each
+// pass is short (a few milliseconds), so slots are taken per pass, not per
+// call: a query waits for at most one pass of a long document batch, and a
+// live document batch for at most one pass of a consolidation's.
+func (l *Local) acquire(ctx context.Context, kind Kind) (func(), error) {
+	releaseDoc := func() {}
 	if kind == Document {
-		select {
-		case l.docs <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
+		rel, err := l.docs.Acquire(ctx)
+		if err != nil {
+			return nil, err
 		}
+		releaseDoc = rel
 	}
 	select {
 	case l.all <- struct{}{}:
-		return nil
+		return func() { <-l.all; releaseDoc() }, nil
 	case <-ctx.Done():
-		if kind == Document {
-			<-l.docs
-		}
-		return ctx.Err()
-	}
-}
-
-func (l *Local) release(kind Kind) {
-	<-l.all
-	if kind == Document {
-		<-l.docs
+		releaseDoc()
+		return nil, ctx.Err()
 	}
 }

@@ -185,32 +185,34 @@ func BenchmarkLocalQuery(b *testing.B) {
 // concurrent callers leave every slot free.
 func TestLocalSlots(t *testing.T) {
 	t.Parallel()
-	l := &Local{docs: make(chan struct{}, 1), all: make(chan struct{}, 2)}
+	l := &Local{docs: documentGate(2), all: make(chan struct{}, 2)}
 	ctx := context.Background()
-	if err := l.acquire(ctx, Document); err != nil {
+	relDoc, err := l.acquire(ctx, Document)
+	if err != nil {
 		t.Fatal(err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := l.acquire(cctx, Document); err == nil {
+	if _, err := l.acquire(cctx, Document); err == nil {
 		t.Fatal("a second document pass got a slot while the first holds the only one")
 	}
-	if err := l.acquire(ctx, Query); err != nil {
+	relQuery, err := l.acquire(ctx, Query)
+	if err != nil {
 		t.Fatal("a query could not take the slot documents leave free")
 	}
-	if err := l.acquire(cctx, Query); err == nil {
+	if _, err := l.acquire(cctx, Query); err == nil {
 		t.Fatal("a third pass got a slot of two")
 	}
-	l.release(Query)
-	l.release(Document)
-	if len(l.docs) != 0 || len(l.all) != 0 {
-		t.Fatalf("slots held after release: docs %d, all %d", len(l.docs), len(l.all))
+	relQuery()
+	relDoc()
+	if l.docs.InUse() != 0 || len(l.all) != 0 {
+		t.Fatalf("slots held after release: docs %d, all %d", l.docs.InUse(), len(l.all))
 	}
 
 	// Its own slots over the shared weights: other tests use the shared
 	// model's slots at the same time.
 	shared := newLocalModel(t)
-	m := &Local{m: shared.m, docs: make(chan struct{}, 1), all: make(chan struct{}, 2)}
+	m := &Local{m: shared.m, docs: documentGate(2), all: make(chan struct{}, 2)}
 	m.pool.New = func() any { return new(useScratch) }
 	var wg sync.WaitGroup
 	for i := range 4 {
@@ -230,8 +232,8 @@ func TestLocalSlots(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if len(m.docs) != 0 || len(m.all) != 0 {
-		t.Fatalf("model slots held after all calls returned: docs %d, all %d", len(m.docs), len(m.all))
+	if m.docs.InUse() != 0 || len(m.all) != 0 {
+		t.Fatalf("model slots held after all calls returned: docs %d, all %d", m.docs.InUse(), len(m.all))
 	}
 }
 
