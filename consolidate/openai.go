@@ -26,6 +26,14 @@ type OpenAIConfig struct {
 	// Attempts is how often an invalid answer is re-asked (with the
 	// validation error) before the batch fails and its job is retried.
 	Attempts int
+	// Concurrency is how many calls of one batch may be in flight at once
+	// (consolidation.adjudicate_concurrency); the facts of one call, and
+	// calls whose facts may touch the same observation, stay in order.
+	Concurrency int
+	// HTTPClient sends the calls; nil means a client of its own. memstream
+	// passes the one whose transport holds the shared LLM gate
+	// (priority.Transport), so consolidation waits behind live calls.
+	HTTPClient *http.Client
 }
 
 // WithDefaults fills unset fields.
@@ -38,6 +46,9 @@ func (c OpenAIConfig) WithDefaults() OpenAIConfig {
 	}
 	if c.Attempts == 0 {
 		c.Attempts = 2
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 4
 	}
 	return c
 }
@@ -54,6 +65,8 @@ func (c OpenAIConfig) validate() error {
 		return fmt.Errorf("consolidate openai FactsPerCall: %d, must be at least 1", c.FactsPerCall)
 	case c.Attempts < 1:
 		return fmt.Errorf("consolidate openai Attempts: %d, must be at least 1", c.Attempts)
+	case c.Concurrency < 1:
+		return fmt.Errorf("consolidation.adjudicate_concurrency: %d, must be at least 1", c.Concurrency)
 	}
 	return nil
 }
@@ -75,11 +88,17 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	oc := openai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = cfg.BaseURL
 	oc.HTTPClient = &http.Client{}
+	if cfg.HTTPClient != nil {
+		oc.HTTPClient = cfg.HTTPClient
+	}
 	return &OpenAI{cfg: cfg, client: openai.NewClientWithConfig(oc)}, nil
 }
 
 // BatchSize is FactsPerCall.
 func (o *OpenAI) BatchSize() int { return o.cfg.FactsPerCall }
+
+// Concurrency is how many of a batch's calls the worker may run at once.
+func (o *OpenAI) Concurrency() int { return o.cfg.Concurrency }
 
 // decisionSchema is the response_format of every call. Strict mode needs
 // every property required and no additional properties.

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
+	"github.com/memstream/memstream/priority"
 	"github.com/memstream/memstream/simscale"
 	"github.com/memstream/memstream/store"
 	"github.com/memstream/memstream/text"
@@ -332,6 +333,9 @@ func New(deps Deps, cfg Config) (*Worker, error) {
 // metrics, lost-job recovery) and the scheduled mental-model refresh. It
 // returns nil when ctx is cancelled.
 func (w *Worker) Run(ctx context.Context) error {
+	// Everything the worker does waits behind live work for the LLM and
+	// the local model (package priority).
+	ctx = priority.WithClass(ctx, priority.Background)
 	var wg sync.WaitGroup
 	for i := range w.cfg.Workers {
 		id := fmt.Sprintf("%s/%d", w.cfg.WorkerID, i)
@@ -600,6 +604,7 @@ func (w *Worker) DrainBank(ctx context.Context, bankID string) (Result, error) {
 // drain is DrainBank that, with a non-zero until, stops after the first
 // batch that ends past it, with Result.More set.
 func (w *Worker) drain(ctx context.Context, bankID string, until time.Time) (Result, error) {
+	ctx = priority.WithClass(ctx, priority.Background)
 	var res Result
 	if _, err := w.st.FoldEntityMentions(ctx); err != nil {
 		return res, err
@@ -734,43 +739,35 @@ func (w *Worker) consolidate(ctx context.Context, bankID string, facts []store.P
 	}
 	t0 = w.phase("candidates", t0)
 	merge := scale.NearDuplicate(w.cfg.MergeThreshold)
-	v := newView(merge)
 	byID := make(map[uuid.UUID]store.PendingFact, len(facts))
 	for _, f := range facts {
 		byID[f.ID] = f
 	}
+	var valid []int
+	for i := range facts {
+		if qi[i] >= 0 {
+			valid = append(valid, i)
+		}
+	}
+	// One chain of calls sees each earlier call's decisions (its view);
+	// independent chains run at once, and their edits are applied in
+	// chain order, so the outcome does not depend on which call answers
+	// first.
+	chains := [][]int{valid}
+	if conc := w.adjudicateConcurrency(); conc > 1 {
+		chains = independentChains(facts, valid, qi, slots, lists, scale, w.adj.BatchSize())
+	}
+	perChain := make([][]store.ObsEdit, len(chains))
+	err = forEachLimit(ctx, len(chains), w.adjudicateConcurrency(), func(ctx context.Context, c int) error {
+		ge, err := w.adjudicateChain(ctx, bankID, chains[c], facts, qi, slots, lists, scale, newView(merge), byID, now)
+		perChain[c] = ge
+		return err
+	})
+	if err != nil {
+		return store.ApplyOutcome{}, err
+	}
 	var edits []store.ObsEdit
-	n := w.adj.BatchSize()
-	for lo := 0; lo < len(facts); lo += n {
-		var batch []FactCandidates
-		for i := lo; i < min(lo+n, len(facts)); i++ {
-			if qi[i] < 0 {
-				continue
-			}
-			cands := v.candidates(facts[i], slots[qi[i]], lists[qi[i]], w.cfg.Candidates)
-			for j := range cands {
-				cands[j].Level = scale.Level(cands[j].Similarity)
-			}
-			batch = append(batch, FactCandidates{Fact: facts[i], Candidates: cands})
-		}
-		if len(batch) == 0 {
-			continue
-		}
-		if err := w.limiter.WaitN(ctx, len(batch)); err != nil {
-			return store.ApplyOutcome{}, err
-		}
-		dec, err := w.adj.Adjudicate(ctx, batch)
-		if err != nil {
-			return store.ApplyOutcome{}, fmt.Errorf("adjudicate %d facts of bank %s: %w", len(batch), bankID, err)
-		}
-		if err := dec.validate(batch); err != nil {
-			return store.ApplyOutcome{}, fmt.Errorf("adjudication of bank %s rejected: %w", bankID, err)
-		}
-		ge, err := w.edits(ctx, bankID, batch, dec)
-		if err != nil {
-			return store.ApplyOutcome{}, err
-		}
-		v.apply(byID, ge, now)
+	for _, ge := range perChain {
 		edits = append(edits, ge...)
 	}
 	t0 = w.phase("adjudicate", t0)
@@ -792,6 +789,51 @@ func (w *Worker) consolidate(ctx context.Context, bankID string, facts []store.P
 	w.m.changes.WithLabelValues("merge").Add(float64(out.Merged))
 	w.m.changes.WithLabelValues("evidence").Add(float64(out.Evidence))
 	return out, nil
+}
+
+// adjudicateChain decides a chain of facts (indexes into facts, in batch
+// order), BatchSize facts per call, each call seeing the decisions of the
+// calls before it through v.
+func (w *Worker) adjudicateChain(ctx context.Context, bankID string, chain []int, facts []store.PendingFact, qi []int, slots []string,
+	lists []store.CandidateLists, scale simscale.Scale, v *view, byID map[uuid.UUID]store.PendingFact, now time.Time) ([]store.ObsEdit, error) {
+	var edits []store.ObsEdit
+	n := w.adj.BatchSize()
+	for lo := 0; lo < len(chain); lo += n {
+		var batch []FactCandidates
+		for _, i := range chain[lo:min(lo+n, len(chain))] {
+			cands := v.candidates(facts[i], slots[qi[i]], lists[qi[i]], w.cfg.Candidates)
+			for j := range cands {
+				cands[j].Level = scale.Level(cands[j].Similarity)
+			}
+			batch = append(batch, FactCandidates{Fact: facts[i], Candidates: cands})
+		}
+		if err := w.limiter.WaitN(ctx, len(batch)); err != nil {
+			return nil, err
+		}
+		dec, err := w.adj.Adjudicate(ctx, batch)
+		if err != nil {
+			return nil, fmt.Errorf("adjudicate %d facts of bank %s: %w", len(batch), bankID, err)
+		}
+		if err := dec.validate(batch); err != nil {
+			return nil, fmt.Errorf("adjudication of bank %s rejected: %w", bankID, err)
+		}
+		ge, err := w.edits(ctx, bankID, batch, dec)
+		if err != nil {
+			return nil, err
+		}
+		v.apply(byID, ge, now)
+		edits = append(edits, ge...)
+	}
+	return edits, nil
+}
+
+// adjudicateConcurrency is how many adjudication calls of one batch may
+// run at once: the adjudicator's own bound (an LLM's), else one.
+func (w *Worker) adjudicateConcurrency() int {
+	if c, ok := w.adj.(interface{ Concurrency() int }); ok {
+		return max(1, c.Concurrency())
+	}
+	return 1
 }
 
 // edits turns a validated decision into store edits: new observations get

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memstream/memstream/consolidate"
+	"github.com/memstream/memstream/priority"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/store"
 )
@@ -466,4 +469,97 @@ func TestLostJobStopsDrain(t *testing.T) {
 	eventually(t, "the drain to stop", adj.cancelled.Load)
 	eventually(t, "the lost job to be counted", func() bool { return jobOutcomes(t, reg, "lost") == 1 })
 	close(adj.release)
+}
+
+// heldAdjudicator creates one observation per fact, holding each call
+// until the test has seen as many calls in flight as it expects.
+type heldAdjudicator struct {
+	per, conc      int
+	inflight, peak atomic.Int32
+	calls          atomic.Int32
+	proceed        chan struct{}
+	wrongClass     atomic.Int32
+}
+
+func (b *heldAdjudicator) BatchSize() int   { return b.per }
+func (b *heldAdjudicator) Concurrency() int { return b.conc }
+
+func (b *heldAdjudicator) Adjudicate(ctx context.Context, facts []consolidate.FactCandidates) (consolidate.Decision, error) {
+	if priority.Of(ctx) != priority.Background {
+		b.wrongClass.Add(1)
+	}
+	b.calls.Add(1)
+	n := b.inflight.Add(1)
+	defer b.inflight.Add(-1)
+	for {
+		p := b.peak.Load()
+		if n <= p || b.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	select {
+	case <-b.proceed:
+	case <-ctx.Done():
+		return consolidate.Decision{}, ctx.Err()
+	}
+	var d consolidate.Decision
+	for _, f := range facts {
+		d.Creates = append(d.Creates, consolidate.Create{Text: "noted: " + f.Fact.Text, SourceFactIDs: []uuid.UUID{f.Fact.ID}, Reason: "new"})
+	}
+	return d, nil
+}
+
+// An LLM adjudicator's calls run concurrently, up to its bound, in the
+// background class, and the outcome equals a one-call-at-a-time drain.
+func TestAdjudicationCallsRunConcurrently(t *testing.T) {
+	t.Parallel()
+	topics := []string{"violin lessons Tuesdays", "broken bicycle chain", "quarterly tax forms", "sourdough starter bubbling",
+		"flight to Lisbon", "dentist appointment Friday", "chess club rankings", "leaking kitchen tap",
+		"parking permit renewal", "vegetable garden weeds", "laptop charger fried", "saxophone reeds cracked"}
+	run := func(conc int) ([]string, *heldAdjudicator) {
+		e := newEnv(t)
+		var facts []fact
+		for i, tp := range topics {
+			facts = append(facts, fact{text: tp, at: now.Add(time.Duration(i) * time.Minute)})
+		}
+		e.persist("dana", facts...)
+		adj := &heldAdjudicator{per: 2, conc: conc, proceed: make(chan struct{})}
+		w := e.worker(consolidate.Deps{Adjudicator: adj}, consolidate.Config{})
+		done := make(chan consolidate.Result)
+		go func() { done <- e.drain(w, "dana") }()
+		// A guard against a hang if the calls were serialised: the
+		// assertion on the peak below then fails.
+		guard := time.After(time.Minute)
+	wait:
+		for adj.inflight.Load() < int32(conc) {
+			select {
+			case <-guard:
+				break wait
+			default:
+				runtime.Gosched()
+			}
+		}
+		close(adj.proceed)
+		<-done
+		var texts []string
+		for _, o := range valid(e.observations("dana")) {
+			texts = append(texts, o.ID.String()+" "+o.Text)
+		}
+		slices.Sort(texts)
+		return texts, adj
+	}
+	serial, one := run(1)
+	parallel, three := run(3)
+	if one.peak.Load() != 1 || three.peak.Load() != 3 {
+		t.Fatalf("peak calls in flight: %d with a bound of 1, %d with a bound of 3", one.peak.Load(), three.peak.Load())
+	}
+	if one.calls.Load() != 6 || three.calls.Load() != 6 {
+		t.Fatalf("calls: %d and %d, want 6 of two facts each", one.calls.Load(), three.calls.Load())
+	}
+	if one.wrongClass.Load()+three.wrongClass.Load() != 0 {
+		t.Fatal("an adjudication call ran outside the background class")
+	}
+	if len(serial) != len(topics) || !slices.Equal(serial, parallel) {
+		t.Fatalf("observations differ:\nserial   %v\nparallel %v", serial, parallel)
+	}
 }
