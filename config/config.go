@@ -226,6 +226,9 @@ type Consolidation struct {
 	// in the jobs table.
 	JobRetention       time.Duration `yaml:"job_retention"`
 	FailedJobRetention time.Duration `yaml:"failed_job_retention"`
+	// AdjudicateConcurrency is how many LLM adjudication calls of one
+	// batch may be in flight at once (llm.provider openai).
+	AdjudicateConcurrency int `yaml:"adjudicate_concurrency"`
 }
 
 // Reflect configures the reflect agent loop.
@@ -300,6 +303,7 @@ func Default() Config {
 			MaxDrain:               2 * time.Minute,
 			JobRetention:           time.Hour,
 			FailedJobRetention:     7 * 24 * time.Hour,
+			AdjudicateConcurrency:  4,
 		},
 		Reflect: Reflect{MaxIterations: 10, Timeout: 60 * time.Second, ContextTokens: 32000},
 	}
@@ -508,6 +512,7 @@ func (c *Config) Validate() error {
 	add(positiveDur("consolidation.max_drain", c.Consolidation.MaxDrain))
 	add(positiveDur("consolidation.job_retention", c.Consolidation.JobRetention))
 	add(positiveDur("consolidation.failed_job_retention", c.Consolidation.FailedJobRetention))
+	add(positive("consolidation.adjudicate_concurrency", c.Consolidation.AdjudicateConcurrency))
 
 	add(positive("reflect.max_iterations", c.Reflect.MaxIterations))
 	add(positiveDur("reflect.timeout", c.Reflect.Timeout))

@@ -15,6 +15,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/memstream/memstream/extract"
+	"github.com/memstream/memstream/priority"
 )
 
 // Config configures [Extractor]; it mirrors the llm.* configuration keys.
@@ -49,6 +50,10 @@ type Config struct {
 	// Temperature is sent with every call. Default 0: extraction should be
 	// as repeatable as the model allows.
 	Temperature float32
+	// Gate, when set, is the LLM gate shared with every other client of
+	// the endpoint (reflect, consolidation): each call holds one of its
+	// slots, live calls such as this extractor's before background ones.
+	Gate *priority.Gate
 }
 
 // WithDefaults fills unset fields.
@@ -134,7 +139,11 @@ func New(deps Deps, cfg Config) (*Extractor, error) {
 	// extractor does not reconnect on every request.
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = cfg.Concurrency
-	oc.HTTPClient = &http.Client{Transport: tr}
+	var rt http.RoundTripper = tr
+	if cfg.Gate != nil {
+		rt = &priority.Transport{Gate: cfg.Gate, Base: tr}
+	}
+	oc.HTTPClient = &http.Client{Transport: rt}
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, err

@@ -31,6 +31,7 @@ import (
 	"github.com/memstream/memstream/ops"
 	"github.com/memstream/memstream/pgserver"
 	"github.com/memstream/memstream/pipeline"
+	"github.com/memstream/memstream/priority"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/recallapi"
 	"github.com/memstream/memstream/reflect"
@@ -278,10 +279,14 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 	if err != nil {
 		return a, err
 	}
+	llmGate, err := newLLMGate(cfg, reg)
+	if err != nil {
+		return a, err
+	}
 	policies := pipeline.NewCachedPolicies(a.st, basePolicy(cfg), 5*time.Second)
 	var ex pipeline.Extractor
 	if rl.ingest || rl.api {
-		if ex, err = newExtractor(cfg, reg, log); err != nil {
+		if ex, err = newExtractor(cfg, llmGate, reg, log); err != nil {
 			return a, err
 		}
 	}
@@ -352,13 +357,13 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 	// The worker role runs consolidation; the api role needs the same
 	// worker for on-demand mental-model refreshes.
 	if (rl.worker && cfg.Consolidation.Enabled) || rl.api {
-		if a.worker, err = newConsolidationWorker(cfg, a.st, emb, scale, workerRC, reg, log, nil); err != nil {
+		if a.worker, err = newConsolidationWorker(cfg, a.st, emb, scale, workerRC, llmGate, reg, log, nil); err != nil {
 			return a, err
 		}
 		a.runWorker = rl.worker && cfg.Consolidation.Enabled
 	}
 	if rl.api {
-		rf, err := newReflector(cfg, rc, a.st, tok, reg, log)
+		rf, err := newReflector(cfg, rc, a.st, tok, llmGate, reg, log)
 		if err != nil {
 			return a, err
 		}
@@ -432,13 +437,31 @@ func checkLLM(cfg config.Config) recallapi.LLMChecker {
 	return llm.Check(cfg.LLM.BaseURL, cfg.LLM.APIKey)
 }
 
-// newReflector builds reflect with the configured LLM, or the offline
-// extractive provider when none is configured.
-func newReflector(cfg config.Config, rc *recall.Recaller, st *store.Store, tok *tokens.Counter, reg prometheus.Registerer, log *slog.Logger) (*reflect.Reflector, error) {
+// newLLMGate is the one budget of concurrent calls to the configured LLM
+// (llm.concurrency) that extraction, reflect and consolidation share, live
+// calls ahead of consolidation's; nil without an LLM.
+func newLLMGate(cfg config.Config, reg prometheus.Registerer) (*priority.Gate, error) {
+	if cfg.LLM.Provider != "openai" {
+		return nil, nil
+	}
+	g, err := priority.NewGate(priority.GateConfig{Name: "llm", Slots: cfg.LLM.Concurrency, Registerer: reg})
+	if err != nil {
+		return nil, fmt.Errorf("llm.concurrency: %w", err)
+	}
+	return g, nil
+}
+
+// newReflector builds reflect with the configured LLM (its calls holding
+// slots of gate), or the offline extractive provider when none is
+// configured.
+func newReflector(cfg config.Config, rc *recall.Recaller, st *store.Store, tok *tokens.Counter, gate *priority.Gate, reg prometheus.Registerer, log *slog.Logger) (*reflect.Reflector, error) {
 	var llm reflect.ChatCompleter
 	if cfg.LLM.Provider == "openai" {
 		oc := openai.DefaultConfig(cfg.LLM.APIKey)
 		oc.BaseURL = cfg.LLM.BaseURL
+		if gate != nil {
+			oc.HTTPClient = gate.HTTPClient(nil)
+		}
 		llm = openai.NewClientWithConfig(oc)
 	}
 	return reflect.New(reflect.Deps{Recaller: rc, Store: st, LLM: llm, Tokens: tok, Logger: log.With("component", "reflect"), Registerer: reg},
@@ -446,12 +469,12 @@ func newReflector(cfg config.Config, rc *recall.Recaller, st *store.Store, tok *
 			ContextTokens: cfg.Reflect.ContextTokens})
 }
 
-func newExtractor(cfg config.Config, reg prometheus.Registerer, log *slog.Logger) (pipeline.Extractor, error) {
+func newExtractor(cfg config.Config, gate *priority.Gate, reg prometheus.Registerer, log *slog.Logger) (pipeline.Extractor, error) {
 	switch cfg.LLM.Provider {
 	case "openai":
 		ex, err := llm.New(llm.Deps{Registerer: reg, Logger: log.With("component", "llm")}, llm.Config{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model,
 			Concurrency: cfg.LLM.Concurrency, Timeout: cfg.LLM.Timeout, MaxRetries: cfg.LLM.MaxRetries,
-			ChunksPerCall: cfg.LLM.ChunksPerCall})
+			ChunksPerCall: cfg.LLM.ChunksPerCall, Gate: gate})
 		if err != nil {
 			return nil, fmt.Errorf("llm: %w", err)
 		}

@@ -14,16 +14,22 @@ import (
 
 	"github.com/memstream/memstream/config"
 	"github.com/memstream/memstream/consolidate"
+	"github.com/memstream/memstream/priority"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/simscale"
 	"github.com/memstream/memstream/store"
 )
 
-// newAdjudicator picks the consolidation adjudicator for llm.provider.
-func newAdjudicator(cfg config.Config) (consolidate.Adjudicator, error) {
+// newAdjudicator picks the consolidation adjudicator for llm.provider;
+// its calls hold slots of gate (nil: no shared gate).
+func newAdjudicator(cfg config.Config, gate *priority.Gate) (consolidate.Adjudicator, error) {
 	if cfg.LLM.Provider == "openai" {
-		a, err := consolidate.NewOpenAI(consolidate.OpenAIConfig{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey,
-			Model: cfg.LLM.Model, Timeout: cfg.LLM.Timeout})
+		oc := consolidate.OpenAIConfig{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey,
+			Model: cfg.LLM.Model, Timeout: cfg.LLM.Timeout, Concurrency: cfg.Consolidation.AdjudicateConcurrency}
+		if gate != nil {
+			oc.HTTPClient = gate.HTTPClient(nil)
+		}
+		a, err := consolidate.NewOpenAI(oc)
 		if err != nil {
 			return nil, fmt.Errorf("consolidation: %w", err)
 		}
@@ -35,10 +41,11 @@ func newAdjudicator(cfg config.Config) (consolidate.Adjudicator, error) {
 // newConsolidationWorker builds the worker role from the configuration:
 // the same constructor serves `serve --roles worker` and the on-demand
 // `consolidate` command. rec ranks observations for mental models (nil: a
-// plain similarity query); reg may be nil.
+// plain similarity query); gate is the shared LLM gate (nil: none); reg may
+// be nil.
 func newConsolidationWorker(cfg config.Config, st *store.Store, emb consolidate.Embedder, scale simscale.Scale, rec consolidate.ObservationRecaller,
-	reg prometheus.Registerer, log *slog.Logger, progress func(string, consolidate.Result)) (*consolidate.Worker, error) {
-	adj, err := newAdjudicator(cfg)
+	gate *priority.Gate, reg prometheus.Registerer, log *slog.Logger, progress func(string, consolidate.Result)) (*consolidate.Worker, error) {
+	adj, err := newAdjudicator(cfg, gate)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +107,7 @@ func cmdConsolidate(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	w, err := newConsolidationWorker(cfg, st, emb, scale, rec, nil, log, progress)
+	w, err := newConsolidationWorker(cfg, st, emb, scale, rec, nil, nil, log, progress)
 	if err != nil {
 		return err
 	}
