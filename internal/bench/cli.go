@@ -167,10 +167,13 @@ func consolidateCommand(ctx context.Context, deps CommandDeps, args []string, st
 	fs.IntVar(&c.BatchSize, "consolidation-batch", def.Consolidation.BatchSize, "facts per consolidation batch (consolidation.batch_size)")
 	fs.IntVar(&c.SustainEvents, "sustain-events", 0, "events ingested while the worker runs, after the drain (0: skip)")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a Go CPU profile of the drain to this file")
+	provider := fs.String("embed", def.Embed.Provider, "embedding provider of the ingest and the drain (local, hash)")
+	fs.IntVar(&f.Dim, "dim", def.Embed.Dim, "vector size (the local model makes only its own)")
 	fs.Usage = func() { fmt.Fprintln(stderr, benchConsolidateUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	f.Embedders = []string{*provider}
 	if f.Events <= 0 || f.Banks <= 0 || f.Partitions <= 0 || f.Lanes <= 0 || f.BatchSize <= 0 || c.Workers <= 0 || c.BatchSize <= 0 || c.SustainEvents < 0 {
 		return fmt.Errorf("bench consolidate: counts must be positive")
 	}

@@ -64,7 +64,9 @@ type ConsolidateResult struct {
 	Workers      int                `json:"workers"`
 	BatchSize    int                `json:"batch_size"`
 	Lanes        int                `json:"lanes"`
-	GOMAXPROCS   int                `json:"gomaxprocs"`
+	// Embedder is the embedding provider of both phases.
+	Embedder   string `json:"embedder"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
 	// LoadAvg is /proc/loadavg's 1-minute figure at the start and the end:
 	// the machine is shared, and the load moves every absolute number.
 	LoadAvg  [2]string `json:"loadavg_1m"`
@@ -109,6 +111,13 @@ func RunConsolidate(ctx context.Context, deps IngestDeps, c ConsolidateConfig, s
 	}
 	defer env.close()
 	res.Postgres = env.pgMajor
+	if len(c.Ingest.Embedders) > 0 {
+		env.provider = c.Ingest.Embedders[0]
+	}
+	res.Embedder = env.provider
+	if res.Embedder == "" {
+		res.Embedder = env.cfg.Embed.Provider
+	}
 	t0 := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
 	rig, err := startRig(ctx, env, c.Ingest, nil, prometheus.NewRegistry())
 	if err != nil {
@@ -135,7 +144,7 @@ func RunConsolidate(ctx context.Context, deps IngestDeps, c ConsolidateConfig, s
 	res.IngestFactsPerS = float64(res.Facts) / res.IngestSeconds
 
 	// Phase 2: the worker drains what phase 1 left.
-	emb, err := deps.NewEmbedder("", c.Ingest.Dim)
+	emb, err := deps.NewEmbedder(env.provider, c.Ingest.Dim)
 	if err != nil {
 		return err
 	}
