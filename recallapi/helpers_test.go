@@ -52,6 +52,9 @@ type fakePublisher struct {
 	persist bool
 	delay   time.Duration
 	wg      sync.WaitGroup
+	// gate, when set, applies the default policy to each persisted
+	// event's content as the pipeline does, with its audit rows.
+	gate *defense.Gate
 }
 
 func (p *fakePublisher) Publish(_ context.Context, evs []event.Event) ([]event.Position, error) {
@@ -67,8 +70,20 @@ func (p *fakePublisher) Publish(_ context.Context, evs []event.Event) ([]event.P
 	}
 	recs := make([]store.EventRecord, len(evs))
 	for i, e := range evs {
-		recs[i] = store.EventRecord{BankID: e.BankID, EventKey: e.EventID, DocumentID: e.DocumentID, Tags: e.Tags,
-			Chunks: []store.ChunkRow{{ID: store.DeriveID(e.BankID, e.EventID, "c0"), Text: e.Content, StartedAt: time.Now()}}}
+		text := e.Content
+		var audit []store.AuditRow
+		if p.gate != nil {
+			res, found, err := p.gate.Check(e.EventID, text, defense.DefaultPolicy())
+			if err != nil {
+				return nil, err
+			}
+			text = res.Text
+			for _, a := range found {
+				audit = append(audit, store.AuditRow{Label: a.Label, Action: string(a.Action), Fingerprint: a.Fingerprint})
+			}
+		}
+		recs[i] = store.EventRecord{BankID: e.BankID, EventKey: e.EventID, DocumentID: e.DocumentID, Tags: e.Tags, Audit: audit,
+			Chunks: []store.ChunkRow{{ID: store.DeriveID(e.BankID, e.EventID, "c0"), Text: text, StartedAt: time.Now()}}}
 		if recs[i].DocumentID == "" {
 			recs[i].DocumentID = e.EventID
 		}
@@ -194,7 +209,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := &fakePublisher{st: st, persist: o.persist, delay: o.delay}
+	pub := &fakePublisher{st: st, persist: o.persist, delay: o.delay, gate: gate}
 	t.Cleanup(pub.wg.Wait)
 	cfg := Config{MaxBodyBytes: o.maxBody, RetainWait: o.retainWait, BasePolicy: defense.DefaultPolicy(), AllowPrivateWebhooks: !o.strictWebhooks}
 	if cfg.MaxBodyBytes == 0 {

@@ -176,17 +176,11 @@ func mergeTags(tags, extra []string) []string {
 
 // gateEvents applies the bank's defense policy as the pipeline will, to
 // every text it gates, so a block fails here (422 naming the field, never
-// the value) and not after a 200.
-func (s *Server) gateEvents(ctx context.Context, bank, opID string, events []event.Event) (err error) {
-	// Every decision other than allow is announced to the bank's
-	// memory_defense.triggered webhooks (labels only, never values).
-	labels := map[string]bool{}
-	action := ""
-	defer func() {
-		if len(labels) > 0 {
-			s.announceDefense(ctx, bank, opID, action, labels)
-		}
-	}()
+// the value) and not after a 200. A block is announced to the bank's
+// memory_defense.triggered webhooks from here, since nothing reaches the
+// pipeline; a redaction is announced when the pipeline stores the event
+// (store.announceDefense), once per event whichever way it came.
+func (s *Server) gateEvents(ctx context.Context, bank, idemKey string, body RetainRequest, events []event.Event) error {
 	// Fail closed: if the bank's policy cannot be read, a block it holds
 	// could not be enforced, so nothing is produced.
 	raw, err := s.d.Store.BankPolicy(ctx, bank)
@@ -206,21 +200,21 @@ func (s *Server) gateEvents(ctx context.Context, bank, opID string, events []eve
 		for _, k := range slices.Sorted(maps.Keys(ev.Metadata)) {
 			checks = append(checks, [2]string{field + ".metadata." + k, ev.Metadata[k]})
 		}
+		labels := map[string]bool{}
 		for _, c := range checks {
 			if c[1] == "" {
 				continue
 			}
-			_, audit, err := s.d.Gate.Check(opID, c[1], policy)
+			_, audit, err := s.d.Gate.Check(ev.EventID, c[1], policy)
 			for _, a := range audit {
-				labels[a.Label] = true
-				if action != "block" {
-					action = string(a.Action)
+				if a.Action != defense.ActionAllow {
+					labels[a.Label] = true
 				}
 			}
 			if err != nil {
 				var be *defense.BlockedError
 				if errors.As(err, &be) {
-					action = "block"
+					s.announceBlock(ctx, bank, blockedKey(idemKey, body, events, i), ev.DocumentID, slices.Sorted(maps.Keys(labels)))
 					return &apiError{Status: http.StatusUnprocessableEntity, Code: "blocked_by_policy", Message: err.Error(), Field: c[0]}
 				}
 				return err
@@ -230,21 +224,30 @@ func (s *Server) gateEvents(ctx context.Context, bank, opID string, events []eve
 	return nil
 }
 
-// announceDefense queues a memory_defense.triggered event (Hindsight's
-// payload: action, detector, matched_types) for the bank's webhooks.
-func (s *Server) announceDefense(ctx context.Context, bank, opID, action string, labels map[string]bool) {
-	if action == "" || action == "allow" {
+// blockedKey names a blocked item for its announcement, so that a retry of
+// the same retain announces nothing more: its event_id, or its place under
+// the request's Idempotency-Key, or the event key it would have had.
+func blockedKey(idemKey string, body RetainRequest, events []event.Event, i int) string {
+	switch {
+	case body.Items[i].EventID != "":
+		return events[i].EventID
+	case idemKey != "":
+		return fmt.Sprintf("retain-key/%s/%d", idemKey, i)
+	}
+	return events[i].EventID
+}
+
+// announceBlock queues the memory_defense.triggered event of an item the
+// policy blocked (labels only, never values).
+func (s *Server) announceBlock(ctx context.Context, bank, key, documentID string, labels []string) {
+	id := store.DefenseEventID(bank, key)
+	payload := store.DefensePayload(id, bank, key, documentID, "", string(defense.ActionBlock), labels)
+	if err := s.d.Store.QueueWebhookEvent(context.WithoutCancel(ctx), store.WebhookEvent{ID: id, BankID: bank, Type: store.DefenseEventType,
+		Payload: payload}); err != nil {
+		s.log.Warn("could not queue memory_defense.triggered", "bank_id", bank, "error", err)
 		return
 	}
-	types := slices.Sorted(maps.Keys(labels))
-	evID := uuid.New()
-	payload, _ := json.Marshal(map[string]any{"event_id": evID, "event": "memory_defense.triggered", "bank_id": bank, "operation_id": opID,
-		"status": action, "timestamp": time.Now().UTC(), "data": map[string]any{"action": action, "detector": "sensitive_data",
-			"matched_types": types, "message": "retain content matched " + strings.Join(types, ", ")}})
-	if err := s.d.Store.QueueWebhookEvent(context.WithoutCancel(ctx), store.WebhookEvent{ID: evID, BankID: bank, Type: "memory_defense.triggered",
-		Payload: string(payload)}); err != nil {
-		s.log.Warn("could not queue memory_defense.triggered", "bank_id", bank, "error", err)
-	}
+	s.kickWebhooks()
 }
 
 // Retain validates the items exactly as the pipeline will, applies the
@@ -274,7 +277,7 @@ func (s *Server) Retain(ctx context.Context, bank string, body RetainRequest, id
 	if err != nil {
 		return 0, RetainResponse{}, false, err
 	}
-	if err := s.gateEvents(ctx, bank, opID.String(), events); err != nil {
+	if err := s.gateEvents(ctx, bank, idemKey, body, events); err != nil {
 		return 0, RetainResponse{}, false, err
 	}
 	canon, _ := json.Marshal(body)

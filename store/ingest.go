@@ -564,7 +564,7 @@ func insertAudit(ctx context.Context, tx pgx.Tx, evs []*EventRecord) error {
 	if _, err := tx.Exec(ctx, qInsertAudit, b, k, l, a, f); err != nil {
 		return fmt.Errorf("defense audit: %w", err)
 	}
-	return nil
+	return announceDefense(ctx, tx, evs)
 }
 
 const qRecordDeadLetter = `INSERT INTO dead_letters (topic, partition, "offset", bank_id, error_class, error_stage)
