@@ -231,6 +231,7 @@ func compareCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.IntVar(&c.Dim, "dim", 384, "embedding dimensions of the shared fake embedder")
 	fs.StringVar(&c.WorkDir, "work-dir", "", "directory for both systems' data (default: a new temporary one, removed afterwards)")
 	fs.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "bound on each wait (queryable, consolidated)")
+	fs.IntVar(&c.MemstreamMaxTokens, "memstream-max-tokens", 4096, "max_tokens of memstream's timed recalls (Hindsight's: 4096); lower it until mean_results match, for recall at equal result counts")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -39,6 +39,11 @@ type CompareConfig struct {
 	WorkDir string
 	// Timeout bounds each wait (queryable, consolidated).
 	Timeout time.Duration
+	// MemstreamMaxTokens is the max_tokens of memstream's timed recalls
+	// (Hindsight's are 4096); below 4096 it brings memstream's result count
+	// down to Hindsight's, so both answer with as many results. 0 means
+	// 4096.
+	MemstreamMaxTokens int
 }
 
 // CompareSide is one system's numbers in one round.
@@ -56,9 +61,11 @@ type CompareSide struct {
 	RecallP95MS   float64 `json:"recall_p95_ms"`
 	RecallP99MS   float64 `json:"recall_p99_ms"`
 	MeanResults   float64 `json:"mean_results"`
-	RSSMB         float64 `json:"rss_mb"`
-	DBSizeMB      float64 `json:"db_size_mb"`
-	LoadAvg       string  `json:"loadavg_1m"`
+	// MaxTokens is the max_tokens the timed recalls asked with.
+	MaxTokens int     `json:"max_tokens"`
+	RSSMB     float64 `json:"rss_mb"`
+	DBSizeMB  float64 `json:"db_size_mb"`
+	LoadAvg   string  `json:"loadavg_1m"`
 }
 
 type system struct {
@@ -429,12 +436,17 @@ func runSide(ctx context.Context, cfg CompareConfig, s *system, round int, progr
 		}
 		qs = append(qs, struct{ bank, q string }{e.bank, sent[0]})
 	}
+	maxTokens := 4096
+	if s.name == "memstream" && cfg.MemstreamMaxTokens > 0 {
+		maxTokens = cfg.MemstreamMaxTokens
+	}
+	side.MaxTokens = maxTokens
 	var lat []time.Duration
 	results := 0
 	for _, q := range qs {
 		t0 := time.Now()
 		var r recallResp
-		if err := postJSON(ctx, s.base+"/v1/default/banks/"+q.bank+"/memories/recall", map[string]any{"query": q.q, "max_tokens": 4096}, &r); err != nil {
+		if err := postJSON(ctx, s.base+"/v1/default/banks/"+q.bank+"/memories/recall", map[string]any{"query": q.q, "max_tokens": maxTokens}, &r); err != nil {
 			return side, err
 		}
 		lat = append(lat, time.Since(t0))
