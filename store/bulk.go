@@ -188,6 +188,12 @@ func (s *Store) CopyBaseline(ctx context.Context, conns int) (rows int64, took t
 // settings.
 const qRawNearest = `SELECT id FROM memory_units WHERE bank_id = $1 ORDER BY embedding <=> $2 LIMIT $3`
 
+// qRawExact is the baseline's fallback when the iterative scan gives up
+// (hnsw.max_scan_tuples) before it meets any row of a small bank: the
+// distance is an expression the HNSW index cannot serve, so the bank's
+// rows are read through its btree and sorted.
+const qRawExact = `SELECT id FROM memory_units WHERE bank_id = $1 ORDER BY (embedding <=> $2) + 0 LIMIT $3`
+
 // RawSearcher runs the baseline probe.
 type RawSearcher struct {
 	pool *pgxpool.Pool
@@ -214,9 +220,19 @@ func (s *Store) RawSearcher(ctx context.Context, iterative bool) (*RawSearcher, 
 	return &RawSearcher{pool: pool, own: true}, nil
 }
 
-// Nearest runs the probe for vec and returns how many rows it read.
+// Nearest runs the probe for vec and returns how many rows it read. An
+// iterative probe that finds nothing is followed by the exact one, as a
+// plain vector store that must answer would do; both count in its time.
 func (r *RawSearcher) Nearest(ctx context.Context, bank string, vec []float32, k int) (int, error) {
-	rows, err := r.pool.Query(ctx, qRawNearest, bank, pgvector.NewHalfVector(vec), k)
+	n, err := r.count(ctx, qRawNearest, bank, vec, k)
+	if err == nil && n == 0 && r.own {
+		return r.count(ctx, qRawExact, bank, vec, k)
+	}
+	return n, err
+}
+
+func (r *RawSearcher) count(ctx context.Context, q, bank string, vec []float32, k int) (int, error) {
+	rows, err := r.pool.Query(ctx, q, bank, pgvector.NewHalfVector(vec), k)
 	if err != nil {
 		return 0, err
 	}
