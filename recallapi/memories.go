@@ -366,7 +366,7 @@ func (s *Server) clearObservations(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": fmt.Sprintf("deleted %d observations; their facts will be consolidated again", n), "deleted_count": n})
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": fmt.Sprintf("deleted %d observations; their facts will be consolidated again on the bank's next consolidation (a retain, or POST .../consolidate)", n), "deleted_count": n})
 	return nil
 }
 

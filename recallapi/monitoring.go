@@ -206,6 +206,11 @@ func (s *Server) triggerConsolidation(w http.ResponseWriter, r *http.Request) er
 	if err := s.d.Store.EnsureBank(r.Context(), bank); err != nil {
 		return err
 	}
+	// A consolidation asked for is the bank's next run: facts a clear of
+	// its observations held are consolidated too.
+	if err := s.d.Store.ReleaseHeldConsolidation(r.Context(), bank); err != nil {
+		return err
+	}
 	if err := s.d.Store.EnqueueConsolidation(r.Context(), bank); err != nil {
 		return err
 	}

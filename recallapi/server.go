@@ -71,6 +71,7 @@ type Store interface {
 	DocumentHistory(ctx context.Context, bankID, docID string) ([]store.DocumentEvent, error)
 	EditMemory(ctx context.Context, bankID string, id uuid.UUID, e store.MemoryEdit) (store.Memory, error)
 	EnqueueConsolidation(ctx context.Context, bankIDs ...string) error
+	ReleaseHeldConsolidation(ctx context.Context, bankID string) error
 	EnsureBank(ctx context.Context, id string) error
 	EntityCooccurrence(ctx context.Context, bankID string, ids []uuid.UUID, min int) ([]store.EntityEdge, error)
 	EntityNeighbourhood(ctx context.Context, bankID string, id uuid.UUID, limit int) (store.EntityGraph, error)

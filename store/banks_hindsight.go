@@ -430,10 +430,12 @@ const (
 	// taken after, then see the observations it wrote.
 	qLockBankFacts     = `SELECT id FROM memory_units WHERE bank_id = $1 AND fact_type <> 'observation' ORDER BY id FOR UPDATE`
 	qClearObservations = `DELETE FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation'`
-	// Facts whose observations are gone are consolidated again: back on
-	// the queue.
+	// Facts whose observations are gone are consolidated again on the
+	// bank's next run: back on the queue, held (migration 013), with the
+	// facts still waiting, so that no batch read before the clear applies.
 	qReconsolidate = `WITH d AS (DELETE FROM unit_consolidations WHERE bank_id = $1 RETURNING unit_id, bank_id)
-		INSERT INTO consolidation_queue (unit_id, bank_id) SELECT unit_id, bank_id FROM d ON CONFLICT DO NOTHING`
+		INSERT INTO consolidation_queue (unit_id, bank_id, held) SELECT unit_id, bank_id, true FROM d ON CONFLICT DO NOTHING`
+	qHoldQueued    = `UPDATE consolidation_queue SET held = true WHERE bank_id = $1 AND NOT held`
 	qClearMemories = `DELETE FROM memory_units WHERE bank_id = $1 AND ($2 = '' OR fact_type = $2)`
 	qClearEntities = `DELETE FROM entities e WHERE e.bank_id = $1
 		AND NOT EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.entity_id = e.id)
@@ -446,7 +448,9 @@ const (
 )
 
 // ClearObservations deletes every observation of a bank and puts its facts
-// back in the consolidation queue. It returns how many it deleted.
+// back in the consolidation queue, held until the bank's next
+// consolidation run (a fact stored, ReleaseHeldConsolidation). It returns
+// how many it deleted.
 func (s *Store) ClearObservations(ctx context.Context, bankID string) (int, error) {
 	var n int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -458,6 +462,9 @@ func (s *Store) ClearObservations(ctx context.Context, bankID string) (int, erro
 			return err
 		}
 		n = int(tag.RowsAffected())
+		if _, err := tx.Exec(ctx, qHoldQueued, bankID); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, qReconsolidate, bankID)
 		return err
 	})

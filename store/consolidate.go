@@ -128,7 +128,7 @@ const (
 		COALESCE((SELECT array_agg(e.canonical_name ORDER BY e.canonical_name) FROM unit_entities ue
 			JOIN entities e ON e.id = ue.entity_id WHERE ue.unit_id = m.id), '{}')
 		FROM consolidation_queue cq JOIN memory_units m ON m.id = cq.unit_id
-		WHERE cq.bank_id = $1
+		WHERE cq.bank_id = $1 AND NOT cq.held
 		ORDER BY COALESCE(m.occurred_start, m.mentioned_at), m.created_at, m.id
 		LIMIT $2`
 )
@@ -192,8 +192,10 @@ const (
 	// batch.
 	qAsyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`
 	// The queue rows are the facts' claim: locked in id order, and gone
-	// once a batch that held them committed.
-	qLockFacts = `SELECT unit_id FROM consolidation_queue WHERE bank_id = $1 AND unit_id = ANY($2::uuid[]) ORDER BY unit_id FOR UPDATE`
+	// once a batch that held them committed. A held row (its bank's
+	// observations were cleared since the batch read it) is no claim.
+	qLockFacts = `SELECT unit_id FROM consolidation_queue WHERE bank_id = $1 AND unit_id = ANY($2::uuid[]) AND NOT held
+		ORDER BY unit_id FOR UPDATE`
 	// Marking a fact writes a row of its own, never the fact's: see
 	// migration 012.
 	qMarkConsolidated = `INSERT INTO unit_consolidations (unit_id, bank_id, consolidated_at)

@@ -211,7 +211,56 @@ func TestConsolidationLeavesFactRowsAlone(t *testing.T) {
 	if n := count(`SELECT count(*) FROM unit_consolidations WHERE bank_id = 'a'`); n != 0 {
 		t.Fatalf("consolidation records after clearing = %d", n)
 	}
+	// Held until the bank's next consolidation run (migration 013).
+	if got := factIDs(t, st, "a"); len(got) != 0 {
+		t.Fatalf("pending facts after clearing = %d, want 0 until the next run", len(got))
+	}
+	if err := st.ReleaseHeldConsolidation(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
 	if got := factIDs(t, st, "a"); len(got) != 3 {
-		t.Fatalf("pending facts after clearing = %d", len(got))
+		t.Fatalf("pending facts after a consolidation was asked for = %d", len(got))
+	}
+}
+
+// A clear of a bank's observations is not undone by a consolidation in
+// flight: a batch adjudicated before the clear finds its facts held and
+// writes nothing, and the worker sees nothing to do (no backlog) until the
+// bank's next run: a fact stored in the bank releases the held ones, one of
+// another bank does not.
+func TestClearObservationsHoldsConsolidationUntilNextRun(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	persistFacts(t, st, "a", 2, at)
+	inFlight := factIDs(t, st, "a") // a worker read these, and adjudicates
+	if len(inFlight) != 2 {
+		t.Fatalf("pending = %d", len(inFlight))
+	}
+	if _, err := st.ClearObservations(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: "a", FactIDs: inFlight, Now: at, Trend: countTrend,
+		Edits: []store.ObsEdit{{Kind: store.EditCreate, ObservationID: store.DeriveID("a", "obs", "late"), Text: "late", Embedding: []float32{1, 0, 0, 0},
+			Evidence: []store.ObsEvidence{{MemoryID: inFlight[0], Quote: "q", Relevance: 1, At: at}}}}})
+	if err != nil || out.Applied {
+		t.Fatalf("a batch read before the clear: %+v, %v; want not applied", out, err)
+	}
+	var obs int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM memory_units WHERE bank_id = 'a' AND fact_type = 'observation'`).Scan(&obs); err != nil || obs != 0 {
+		t.Fatalf("observations after the clear = %d (%v)", obs, err)
+	}
+	banks, err := st.BanksWithBacklog(ctx)
+	if err != nil || len(banks) != 0 {
+		t.Fatalf("banks with backlog after the clear = %v, %v", banks, err)
+	}
+	persistFacts(t, st, "b", 1, at)
+	if got := factIDs(t, st, "a"); len(got) != 0 {
+		t.Fatalf("another bank's fact released %d held facts", len(got))
+	}
+	persistFacts(t, st, "a", 1, at.Add(time.Hour))
+	if got := factIDs(t, st, "a"); len(got) != 3 {
+		t.Fatalf("pending after the bank's next fact = %d, want 3", len(got))
 	}
 }

@@ -88,10 +88,12 @@ const (
 		WHERE state = 'running' AND locked_at < now() - make_interval(secs => $1)`
 	qConsolidationState = `UPDATE banks SET consolidation_state = $2, updated_at = now() WHERE id = $1`
 	qBankPaused         = `SELECT consolidation_state = 'paused' FROM banks WHERE id = $1`
-	// The consolidation queue holds exactly the unconsolidated facts.
-	qBacklog          = `SELECT count(*), min(m.created_at), now() FROM consolidation_queue cq JOIN memory_units m ON m.id = cq.unit_id`
-	qBacklogBank      = `SELECT count(*) FROM consolidation_queue WHERE bank_id = $1`
-	qBanksWithBacklog = `SELECT DISTINCT bank_id FROM consolidation_queue`
+	// The consolidation queue holds exactly the unconsolidated facts; held
+	// ones wait for their bank's next run and are no backlog.
+	qBacklog          = `SELECT count(*), min(m.created_at), now() FROM consolidation_queue cq JOIN memory_units m ON m.id = cq.unit_id WHERE NOT cq.held`
+	qBacklogBank      = `SELECT count(*) FROM consolidation_queue WHERE bank_id = $1 AND NOT held`
+	qBanksWithBacklog = `SELECT DISTINCT bank_id FROM consolidation_queue WHERE NOT held`
+	qReleaseHeld      = `UPDATE consolidation_queue SET held = false WHERE bank_id = $1 AND held`
 )
 
 // ClaimJob takes the oldest due job of kind whose bank is not paused and
@@ -168,6 +170,15 @@ func (s *Store) ReclaimStaleJobs(ctx context.Context, timeout time.Duration) (in
 func (s *Store) EnqueueConsolidation(ctx context.Context, bankIDs ...string) error {
 	if _, err := s.pool.Exec(ctx, qEnqueueJob, JobConsolidate, bankIDs); err != nil {
 		return fmt.Errorf("enqueue consolidation %v: %w", bankIDs, err)
+	}
+	return nil
+}
+
+// ReleaseHeldConsolidation lets the worker consolidate again the facts a
+// clear of the bank's observations held (a consolidation asked for).
+func (s *Store) ReleaseHeldConsolidation(ctx context.Context, bankID string) error {
+	if _, err := s.pool.Exec(ctx, qReleaseHeld, bankID); err != nil {
+		return fmt.Errorf("release held consolidation bank %s: %w", bankID, err)
 	}
 	return nil
 }
