@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/memstream/memstream/event"
-	"github.com/memstream/memstream/pipeline"
 )
 
 // EmbeddedConfig configures the in-process broker.
@@ -142,8 +141,7 @@ func NewDeadLetters(cl *kgo.Client, topic string) *DeadLetters {
 
 // DeadLetter produces the record with its original key, value and headers
 // plus the error headers, and returns once Kafka acknowledged it.
-func (d *DeadLetters) DeadLetter(ctx context.Context, m pipeline.Message, e *event.Error, _ string) error {
-	r := m.Record
+func (d *DeadLetters) DeadLetter(ctx context.Context, r *kgo.Record, e *event.Error, _ string) error {
 	headers := append([]kgo.RecordHeader(nil), r.Headers...)
 	msg := e.Msg
 	if len(msg) > 1024 {

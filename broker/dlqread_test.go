@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/memstream/memstream/event"
-	"github.com/memstream/memstream/pipeline"
 )
 
 // TestDeadLetterArchiveFind finds a dead letter among others by its source
@@ -30,7 +29,7 @@ func TestDeadLetterArchiveFind(t *testing.T) {
 	dl := NewDeadLetters(cl, "src.dlq")
 	for i := range 30 {
 		src := &kgo.Record{Topic: "src", Partition: int32(i % 3), Offset: int64(i), Key: []byte{byte('a' + i%26)}, Value: []byte{byte(i)}}
-		if err := dl.DeadLetter(ctx, pipeline.Message{Record: src}, &event.Error{Class: event.ClassSchema, Stage: "decode", Msg: "bad"}, ""); err != nil {
+		if err := dl.DeadLetter(ctx, src, &event.Error{Class: event.ClassSchema, Stage: "decode", Msg: "bad"}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

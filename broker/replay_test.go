@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/memstream/memstream/event"
-	"github.com/memstream/memstream/pipeline"
 )
 
 const (
@@ -35,7 +34,7 @@ func seedDLQ(t *testing.T, cl *kgo.Client, n int) {
 		src := &kgo.Record{Topic: tEvents, Partition: int32(i % 3), Offset: int64(100 + i),
 			Key: RecordKey(bank, fmt.Sprintf("doc%d", i)), Value: v,
 			Headers: []kgo.RecordHeader{{Key: "trace-id", Value: []byte(fmt.Sprintf("t%03d", i))}}}
-		err := dl.DeadLetter(context.Background(), pipeline.Message{Record: src},
+		err := dl.DeadLetter(context.Background(), src,
 			&event.Error{Class: event.ClassSchema, Stage: "decode", Msg: "test failure"}, "")
 		if err != nil {
 			t.Fatal(err)

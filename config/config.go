@@ -72,6 +72,15 @@ type Kafka struct {
 // Embedded reports whether memstream runs its own in-process broker.
 func (k Kafka) Embedded() bool { return len(k.Brokers) == 0 }
 
+// Addrs are the brokers a client dials: the configured ones, or the
+// embedded broker's address.
+func (k Kafka) Addrs() []string {
+	if k.Embedded() {
+		return []string{k.EmbeddedAddr}
+	}
+	return k.Brokers
+}
+
 // Database configures PostgreSQL.
 type Database struct {
 	// URL is a postgres:// URL, or "embedded" for the managed private server.

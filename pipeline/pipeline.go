@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/memstream/memstream/chunk"
 	"github.com/memstream/memstream/defense"
@@ -66,7 +67,7 @@ type Persister interface {
 // DeadLetterWriter writes a record to the dead-letter topic and returns once
 // Kafka has acknowledged it.
 type DeadLetterWriter interface {
-	DeadLetter(ctx context.Context, m Message, e *event.Error, bankID string) error
+	DeadLetter(ctx context.Context, r *kgo.Record, e *event.Error, bankID string) error
 }
 
 // Config sizes the pipeline.

@@ -435,7 +435,7 @@ func (p *Pipeline) deadLetter(l *lane, rec *record, e *event.Error) {
 	stall := &item{msg: m, rec: rec, ev: &event.Decoded{Event: event.Event{BankID: bank}}}
 	l.work(stageDeadLetter, stall)
 	for {
-		err := p.deps.DeadLetter.DeadLetter(l.ctx, m, e, bank)
+		err := p.deps.DeadLetter.DeadLetter(l.ctx, m.Record, e, bank)
 		if err == nil {
 			break
 		}

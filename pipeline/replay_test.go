@@ -11,7 +11,6 @@ import (
 
 	"github.com/memstream/memstream/broker"
 	"github.com/memstream/memstream/event"
-	"github.com/memstream/memstream/pipeline"
 )
 
 // A DLQ replay that crashes between producing and committing replays the
@@ -29,7 +28,7 @@ func TestDLQReplayedTwiceStoresOnce(t *testing.T) {
 			"messages": []map[string]string{{"role": "user", "name": "Alice", "content": fmt.Sprintf("I booked flight number QX%05d to Lisbon for the conference.", i)}}})
 		// As the pipeline dead-letters a record during a database outage.
 		src := &kgo.Record{Topic: topic, Partition: int32(i % 4), Offset: int64(1000 + i), Key: broker.RecordKey("rita", fmt.Sprintf("conv-%d", i)), Value: v}
-		if err := dl.DeadLetter(context.Background(), pipeline.Message{Record: src}, event.Errorf(event.ClassPersistFailed, "persist", "connection refused"), "rita"); err != nil {
+		if err := dl.DeadLetter(context.Background(), src, event.Errorf(event.ClassPersistFailed, "persist", "connection refused"), "rita"); err != nil {
 			t.Fatal(err)
 		}
 	}

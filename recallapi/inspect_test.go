@@ -16,7 +16,6 @@ import (
 	"github.com/memstream/memstream/defense"
 	"github.com/memstream/memstream/event"
 	"github.com/memstream/memstream/internal/pgtest"
-	"github.com/memstream/memstream/pipeline"
 	"github.com/memstream/memstream/store"
 )
 
@@ -270,7 +269,7 @@ func TestDeadLetterRoutes(t *testing.T) {
 		src := &kgo.Record{Topic: "memstream.events", Partition: 1, Offset: int64(10 + i), Key: []byte("b1/doc"), Value: []byte(v),
 			Headers: []kgo.RecordHeader{{Key: "trace-id", Value: []byte("t-" + fmt.Sprint(i))}}}
 		class := []string{event.ClassBlockedByPolicy, event.ClassExtractFailed}[i]
-		if err := dl.DeadLetter(ctx, pipeline.Message{Record: src}, &event.Error{Class: class, Stage: "defense", Msg: "blocked: credit_card"}, "b1"); err != nil {
+		if err := dl.DeadLetter(ctx, src, &event.Error{Class: class, Stage: "defense", Msg: "blocked: credit_card"}, "b1"); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.st.RecordDeadLetter(ctx, src.Topic, src.Partition, src.Offset, "b1", class, "defense"); err != nil {

@@ -371,6 +371,10 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 		for name, check := range a.readiness(rl) {
 			ready[name] = check
 		}
+		var checkLLM recallapi.LLMChecker // /…/health/llm: does the configured LLM answer?
+		if cfg.LLM.Provider == "openai" {
+			checkLLM = llm.Check(cfg.LLM.BaseURL, cfg.LLM.APIKey)
+		}
 		ui, err := console.Handler()
 		if err != nil {
 			return a, err
@@ -383,7 +387,7 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 		}
 		a.api, err = recallapi.New(recallapi.Deps{Store: a.st, Recaller: rc, Publisher: broker.NewPublisher(a.prod, cfg.Kafka.Topics[0]), Gate: gate,
 			Ready: ready, Gatherer: reg, Registerer: reg, Logger: log, OnPolicyChange: policies.Invalidate,
-			Reflector: rf, Refresher: a.worker, Listener: a.st, Console: ui, Embedder: emb, Extractor: ex, CheckLLM: checkLLM(cfg),
+			Reflector: rf, Refresher: a.worker, Listener: a.st, Console: ui, Embedder: emb, Extractor: ex, CheckLLM: checkLLM,
 			DeadLetters: broker.NewDeadLetterArchive(a.prod, brokers, cfg.Kafka.ClientID+"-console", cfg.Kafka.DLQTopic, cfg.Kafka.Topics[0]),
 			Redact:      redactor.RedactAll}, recallapi.Config{
 			Addr: cfg.HTTP.Addr, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, RetainWait: cfg.HTTP.RetainWait, MaxEventBytes: cfg.Kafka.MaxEventBytes,
@@ -426,15 +430,6 @@ func (a *app) readiness(rl roles) map[string]func(context.Context) error {
 		ready["ingest"] = a.pipe.Ready
 	}
 	return ready
-}
-
-// checkLLM probes the configured LLM for /…/health/llm; nil when the
-// offline providers are configured.
-func checkLLM(cfg config.Config) recallapi.LLMChecker {
-	if cfg.LLM.Provider != "openai" {
-		return nil
-	}
-	return llm.Check(cfg.LLM.BaseURL, cfg.LLM.APIKey)
 }
 
 // newLLMGate is the one budget of concurrent calls to the configured LLM

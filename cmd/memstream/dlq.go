@@ -38,13 +38,13 @@ func cmdDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	cl, err := broker.NewProducer(brokersOf(cfg), cfg.Kafka.ClientID+"-dlq-replay")
+	cl, err := broker.NewProducer(cfg.Kafka.Addrs(), cfg.Kafka.ClientID+"-dlq-replay")
 	if err != nil {
 		return fmt.Errorf("kafka.brokers: %w", err)
 	}
 	defer cl.Close()
 	res, err := broker.ReplayDLQ(ctx, cl, broker.ReplayConfig{
-		Brokers: brokersOf(cfg), ClientID: cfg.Kafka.ClientID + "-dlq-replay",
+		Brokers: cfg.Kafka.Addrs(), ClientID: cfg.Kafka.ClientID + "-dlq-replay",
 		DLQTopic: cfg.Kafka.DLQTopic, DefaultTopic: cfg.Kafka.Topics[0], Group: broker.DLQReplayGroup,
 		FromOffset: *from, Limit: *limit, Bank: *bank,
 	})

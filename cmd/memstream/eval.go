@@ -158,7 +158,7 @@ func runEval(ctx context.Context, opts evalRunOptions, stderr io.Writer) (*eval.
 		prod = p.a.prod
 	} else if !bc.SkipIngest {
 		var err error
-		prod, err = broker.NewProducer(brokersOf(opts.Config), opts.Config.Kafka.ClientID+"-eval")
+		prod, err = broker.NewProducer(opts.Config.Kafka.Addrs(), opts.Config.Kafka.ClientID+"-eval")
 		if err != nil {
 			return nil, err
 		}

@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"github.com/memstream/memstream/broker"
-	"github.com/memstream/memstream/config"
 )
 
 func cmdProduce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -38,7 +37,7 @@ func cmdProduce(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *topic == "" {
 		*topic = cfg.Kafka.Topics[0]
 	}
-	cl, err := broker.NewProducer(brokersOf(cfg), cfg.Kafka.ClientID+"-produce")
+	cl, err := broker.NewProducer(cfg.Kafka.Addrs(), cfg.Kafka.ClientID+"-produce")
 	if err != nil {
 		return err
 	}
@@ -57,11 +56,4 @@ func splitPositional(args []string) (string, []string) {
 		return args[0], args[1:]
 	}
 	return "", args
-}
-
-func brokersOf(cfg config.Config) []string {
-	if cfg.Kafka.Embedded() {
-		return []string{cfg.Kafka.EmbeddedAddr}
-	}
-	return cfg.Kafka.Brokers
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/memstream/memstream/broker"
 	"github.com/memstream/memstream/event"
-	"github.com/memstream/memstream/pipeline"
 )
 
 // dlqReplay runs `memstream dlq replay` against the harness's topics.
@@ -41,7 +40,7 @@ func TestKafkaDLQReplay(t *testing.T) {
 	for i, r := range recs {
 		r.Partition, r.Offset = int32(i%4), int64(i)
 		r.Headers = []kgo.RecordHeader{{Key: "trace-id", Value: []byte("t")}}
-		if err := dl.DeadLetter(context.Background(), pipeline.Message{Record: r},
+		if err := dl.DeadLetter(context.Background(), r,
 			&event.Error{Class: "store_unavailable", Stage: "persist", Msg: "connection refused"}, ""); err != nil {
 			t.Fatal(err)
 		}
