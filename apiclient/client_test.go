@@ -74,3 +74,18 @@ func TestWriters(t *testing.T) {
 		t.Errorf("reflect printed %q", b.String())
 	}
 }
+
+func TestDialAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		":8888":          "127.0.0.1:8888",
+		"0.0.0.0:8888":   "127.0.0.1:8888",
+		"[::]:8888":      "127.0.0.1:8888",
+		"10.0.0.5:8888":  "10.0.0.5:8888",
+		"localhost:9000": "localhost:9000",
+		"no-port":        "no-port",
+	} {
+		if got := DialAddr(in); got != want {
+			t.Errorf("DialAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

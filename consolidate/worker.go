@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
+	"github.com/memstream/memstream/internal/lifetime"
 	"github.com/memstream/memstream/priority"
 	"github.com/memstream/memstream/simscale"
 	"github.com/memstream/memstream/store"
@@ -242,6 +243,8 @@ type Worker struct {
 
 	scaleMu sync.Mutex
 	scale   simscale.Scale
+
+	life lifetime.Stopper
 }
 
 type metrics struct {
@@ -328,11 +331,16 @@ func New(deps Deps, cfg Config) (*Worker, error) {
 		onBatch: deps.Progress, cfg: cfg, limiter: lim, m: m, scale: deps.Scale}, nil
 }
 
-// Run claims and drains consolidation jobs until ctx ends, with
-// cfg.Workers goroutines, plus housekeeping (stale-lock reclaim, backlog
-// metrics, lost-job recovery) and the scheduled mental-model refresh. It
-// returns nil when ctx is cancelled.
+// Run claims and drains consolidation jobs until ctx ends or Stop is
+// called, with cfg.Workers goroutines, plus housekeeping (stale-lock
+// reclaim, backlog metrics, lost-job recovery) and the scheduled
+// mental-model refresh. It returns nil when stopped.
 func (w *Worker) Run(ctx context.Context) error {
+	ctx, end, ok := w.life.Begin(ctx)
+	defer end()
+	if !ok {
+		return nil
+	}
 	// Everything the worker does waits behind live work for the LLM and
 	// the local model (package priority).
 	ctx = priority.WithClass(ctx, priority.Background)
@@ -346,6 +354,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	wg.Wait()
 	return nil
 }
+
+// Stop ends Run: the jobs in hand are settled (released for the next
+// worker) and Stop returns once Run has, or when ctx ends.
+func (w *Worker) Stop(ctx context.Context) error { return w.life.Stop(ctx) }
 
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

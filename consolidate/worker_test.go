@@ -563,3 +563,48 @@ func TestAdjudicationCallsRunConcurrently(t *testing.T) {
 		t.Fatalf("observations differ:\nserial   %v\nparallel %v", serial, parallel)
 	}
 }
+
+// TestStopReleasesJob: Stop ends Run with a drain in hand; the job is
+// released, so another worker drains the bank at once.
+func TestStopReleasesJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.persist("halt", fact{text: "Ida grows tomatoes", at: now})
+	off, err := consolidate.NewOffline(consolidate.OfflineConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adj := &blockingAdjudicator{Adjudicator: off, release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	cfg := consolidate.Config{Workers: 1, PollInterval: 20 * time.Millisecond, HousekeepingInterval: 50 * time.Millisecond, LockTimeout: time.Hour}
+	w := e.worker(consolidate.Deps{Adjudicator: adj}, cfg)
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(context.Background()) }()
+	<-adj.entered
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	default:
+		t.Fatal("Stop returned before Run")
+	}
+	if !adj.cancelled.Load() {
+		t.Fatal("the drain in hand was not cancelled")
+	}
+	// The lock timeout is an hour: only a released job drains now.
+	w2 := e.worker(consolidate.Deps{Adjudicator: off}, cfg)
+	go func() { ran <- w2.Run(context.Background()) }()
+	defer func() {
+		_ = w2.Stop(ctx)
+		<-ran
+	}()
+	eventually(t, "the bank to drain", func() bool {
+		n, err := e.st.BankBacklog(context.Background(), "halt")
+		return err == nil && n == 0
+	})
+}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/memstream/memstream/internal/lifetime"
 )
 
 // Deps are what the server reports on.
@@ -37,6 +39,7 @@ type Server struct {
 	ready    map[string]func(context.Context) error
 	gatherer prometheus.Gatherer
 	draining atomic.Bool
+	life     lifetime.Stopper
 }
 
 // New returns a server; Run starts it.
@@ -87,9 +90,14 @@ func writeOpsJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// Run serves until ctx ends; readiness fails first so probes stop routing,
-// then the server shuts down within five seconds.
+// Run serves until ctx ends or Stop is called; readiness fails first so
+// probes stop routing, then the server shuts down within five seconds.
 func (o *Server) Run(ctx context.Context) error {
+	ctx, end, ok := o.life.Begin(ctx)
+	defer end()
+	if !ok {
+		return nil
+	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("http listen %s: %w", o.addr, err)
@@ -110,3 +118,6 @@ func (o *Server) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Stop ends Run and waits for its shutdown, or until ctx ends.
+func (o *Server) Stop(ctx context.Context) error { return o.life.Stop(ctx) }

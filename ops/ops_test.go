@@ -3,10 +3,12 @@ package ops
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -50,5 +52,49 @@ func TestOpsServerReadiness(t *testing.T) {
 	}
 	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "memstream_test_things_total") {
 		t.Fatalf("metrics = %d", code)
+	}
+}
+
+// TestOpsServerRunStop: Stop ends Run, and the port is closed after it.
+func TestOpsServerRunStop(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	o, err := New(Deps{Gatherer: prometheus.NewRegistry()}, Config{Addr: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan error, 1)
+	go func() { ran <- o.Run(context.Background()) }()
+	var up bool
+	for range 100 {
+		if resp, err := http.Get("http://" + addr + "/health"); err == nil {
+			resp.Body.Close()
+			up = true
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !up {
+		t.Fatal("ops server never answered")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := o.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	default:
+		t.Fatal("Stop returned before Run")
+	}
+	if _, err := http.Get("http://" + addr + "/health"); err == nil {
+		t.Fatal("ops server still answers after Stop")
 	}
 }

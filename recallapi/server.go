@@ -25,6 +25,7 @@ import (
 	"github.com/memstream/memstream/config"
 	"github.com/memstream/memstream/defense"
 	"github.com/memstream/memstream/event"
+	"github.com/memstream/memstream/internal/lifetime"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/reflect"
 	"github.com/memstream/memstream/store"
@@ -281,7 +282,8 @@ type Server struct {
 	log      *slog.Logger
 	keys     []apiKey
 	mux      *http.ServeMux
-	srv      *http.Server
+	ln       net.Listener // bound by Listen (or Run)
+	life     lifetime.Stopper
 	draining atomic.Bool
 	reqs     *prometheus.HistogramVec
 	// passes counts the operation runner's and webhook sender's looks at
@@ -579,21 +581,37 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 	return r.ResponseWriter.Write(b)
 }
 
-// Serve listens on cfg.Addr until ctx ends, then shuts down gracefully:
-// readiness fails first so load balancers stop sending.
-func (s *Server) Serve(ctx context.Context, ready chan<- string) error {
+// Listen binds cfg.Addr and returns the bound address (with ":0", the
+// port the system chose), so a caller can announce it before Run serves.
+// Run listens itself when Listen was not called.
+func (s *Server) Listen() (string, error) {
+	if s.ln != nil {
+		return s.ln.Addr().String(), nil
+	}
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("http listen %s: %w", s.cfg.Addr, err)
+		return "", fmt.Errorf("http listen %s: %w", s.cfg.Addr, err)
+	}
+	s.ln = ln
+	return ln.Addr().String(), nil
+}
+
+// Run serves until ctx ends or Stop is called, then shuts down
+// gracefully: readiness fails first so load balancers stop sending.
+func (s *Server) Run(ctx context.Context) error {
+	ctx, end, ok := s.life.Begin(ctx)
+	defer end()
+	if !ok {
+		return nil
+	}
+	if _, err := s.Listen(); err != nil {
+		return err
 	}
 	s.Start(ctx)
 	defer s.Close()
-	s.srv = &http.Server{Handler: s.Handler(), ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout, ReadHeaderTimeout: 10 * time.Second}
-	if ready != nil {
-		ready <- ln.Addr().String()
-	}
+	srv := &http.Server{Handler: s.Handler(), ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
-	go func() { errc <- s.srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(s.ln) }()
 	select {
 	case err := <-errc:
 		return err
@@ -602,15 +620,18 @@ func (s *Server) Serve(ctx context.Context, ready chan<- string) error {
 	s.draining.Store(true)
 	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := s.srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
 }
 
+// Stop ends Run and waits for its graceful shutdown, or until ctx ends.
+func (s *Server) Stop(ctx context.Context) error { return s.life.Stop(ctx) }
+
 // Start starts the background work of the server: the operation runner,
 // the webhook sender and the mental-model change listener (when
-// Deps.Listener is set). Serve calls it; tests that use
+// Deps.Listener is set). Run calls it; tests that use
 // Handler call it themselves. It is safe to call more than once.
 func (s *Server) Start(ctx context.Context) {
 	s.startOnce.Do(func() {

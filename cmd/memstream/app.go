@@ -495,6 +495,7 @@ func (a *app) run(ctx context.Context) error {
 	defer cancelRun()
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx)) // the shutdown deadline, set when it begins
 	defer func() { cancel() }()
+	sctxOf := func() context.Context { return sctx }
 	var g rungroup.Group
 	quit := make(chan struct{})
 	g.Add(func() error {
@@ -531,19 +532,36 @@ func (a *app) run(ctx context.Context) error {
 		})
 	}
 	if a.api != nil {
-		g.Add(named("http", func(ctx context.Context) error { return a.api.Serve(ctx, a.apiAddr) }, runCtx), func(error) {})
+		g.Add(named("http", func(ctx context.Context) error {
+			addr, err := a.api.Listen()
+			if err != nil {
+				return err
+			}
+			a.apiAddr <- addr
+			return a.api.Run(ctx)
+		}, runCtx), stopper("http", a.api.Stop, sctxOf, a.log))
 	}
 	if a.runWorker {
-		g.Add(named("consolidation worker", a.worker.Run, runCtx), func(error) {})
+		g.Add(named("consolidation worker", a.worker.Run, runCtx), stopper("consolidation worker", a.worker.Stop, sctxOf, a.log))
 	}
 	if a.ops != nil {
-		g.Add(named("http", a.ops.Run, runCtx), func(error) {})
+		g.Add(named("http", a.ops.Run, runCtx), stopper("http", a.ops.Stop, sctxOf, a.log))
 	}
 	// Last: the hard stop of whatever is still running.
 	g.Add(func() error { <-runCtx.Done(); return nil }, func(error) { cancelRun() })
 	err := g.Run()
 	a.stop(sctx)
 	return err
+}
+
+// stopper is a run-group interrupt that stops a component within the
+// shutdown deadline; past it, the hard stop at the end cancels it.
+func stopper(name string, stop func(context.Context) error, ctx func() context.Context, log *slog.Logger) func(error) {
+	return func(error) {
+		if err := stop(ctx()); err != nil {
+			log.Warn(name+" did not stop within kafka.shutdown_timeout", slog.Any("error", err))
+		}
+	}
 }
 
 // named runs fn on ctx and names its error.

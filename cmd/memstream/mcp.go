@@ -5,12 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"time"
 
+	"github.com/memstream/memstream/apiclient"
 	"github.com/memstream/memstream/mcpserver"
 )
 
@@ -68,7 +65,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		base = os.Getenv("MEMSTREAM_API_URL")
 	}
 	if base == "" {
-		base = "http://" + dialAddr(cfg.HTTP.Addr)
+		base = "http://" + apiclient.DialAddr(cfg.HTTP.Addr)
 	}
 	if *key == "" {
 		*key = os.Getenv("MEMSTREAM_API_KEY")
@@ -83,38 +80,10 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	// Start even when the API is down (it may start later), but say so
 	// where the client's log shows it.
-	checkAPI(ctx, base, log)
+	apiclient.WarnIfDown(ctx, base, log)
 	log.Info("mcp stdio session", "api", base, "bank", *bank, "key_set", *key != "")
 	return srv.ServeStdio(ctx, io.NopCloser(stdin), nopWriteCloser{stdout},
 		mcpserver.Session{Bank: *bank, DefaultBank: *defBank, Key: *key})
-}
-
-// dialAddr is where a client reaches a server listening on addr: a
-// wildcard host becomes loopback.
-func dialAddr(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return addr
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port)
-}
-
-func checkAPI(ctx context.Context, base string, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/health", nil)
-	if err != nil {
-		return
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		log.Warn("the memstream API does not answer; tool calls fail until it does (is memstream serve running?)", "api", base, "error", err)
-		return
-	}
-	resp.Body.Close()
 }
 
 type nopWriteCloser struct{ io.Writer }
