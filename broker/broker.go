@@ -25,6 +25,11 @@ type EmbeddedConfig struct {
 	Partitions int
 }
 
+// EmbeddedDeps are what the in-process broker reports to.
+type EmbeddedDeps struct {
+	Logger *slog.Logger
+}
+
 // Embedded is a running in-process broker.
 type Embedded struct {
 	cluster *kfake.Cluster
@@ -33,7 +38,11 @@ type Embedded struct {
 
 // StartEmbedded starts kfake on cfg.Addr with synced writes to cfg.DataDir,
 // so events accepted but not yet ingested survive a crash.
-func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
+func StartEmbedded(deps EmbeddedDeps, cfg EmbeddedConfig) (*Embedded, error) {
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	port := 0
 	if cfg.Addr != "" {
 		_, p, err := splitPort(cfg.Addr)

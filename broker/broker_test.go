@@ -18,7 +18,7 @@ func TestEmbeddedBrokerKeepsEventsAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := EmbeddedConfig{Addr: "127.0.0.1:0", DataDir: dir, Topics: []string{"ev", "ev.dlq"}, Partitions: 2}
-	e, err := StartEmbedded(cfg, log)
+	e, err := StartEmbedded(EmbeddedDeps{Logger: log}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestEmbeddedBrokerKeepsEventsAcrossRestart(t *testing.T) {
 	prod.Close()
 	e.Close()
 
-	e2, err := StartEmbedded(cfg, log)
+	e2, err := StartEmbedded(EmbeddedDeps{Logger: log}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestEmbeddedBrokerKeepsEventsAcrossRestart(t *testing.T) {
 
 func TestEnsureTopicsIsIdempotent(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e, err := StartEmbedded(EmbeddedConfig{Addr: "127.0.0.1:0", Topics: []string{"a"}, Partitions: 1}, log)
+	e, err := StartEmbedded(EmbeddedDeps{Logger: log}, EmbeddedConfig{Addr: "127.0.0.1:0", Topics: []string{"a"}, Partitions: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 // TestDeadLetterArchiveFind finds a dead letter among others by its source
 // headers, and answers nil (not an error) for one that is not there.
 func TestDeadLetterArchiveFind(t *testing.T) {
-	kafka, err := StartEmbedded(EmbeddedConfig{Addr: "127.0.0.1:0", Topics: []string{"src", "src.dlq"}, Partitions: 3}, slog.New(slog.DiscardHandler))
+	kafka, err := StartEmbedded(EmbeddedDeps{Logger: slog.New(slog.DiscardHandler)}, EmbeddedConfig{Addr: "127.0.0.1:0", Topics: []string{"src", "src.dlq"}, Partitions: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -239,8 +239,8 @@ func TestMentalModelPageRoute(t *testing.T) {
 // TestDeadLetterRoutes runs the dead-letter routes on kfake: the record is
 // read back from the dead-letter topic, shown redacted, and replayed once.
 func TestDeadLetterRoutes(t *testing.T) {
-	kafka, err := broker.StartEmbedded(broker.EmbeddedConfig{Addr: "127.0.0.1:0", Topics: []string{"memstream.events", "memstream.events.dlq"}, Partitions: 2},
-		slog.New(slog.DiscardHandler))
+	kafka, err := broker.StartEmbedded(broker.EmbeddedDeps{Logger: slog.New(slog.DiscardHandler)},
+		broker.EmbeddedConfig{Addr: "127.0.0.1:0", Topics: []string{"memstream.events", "memstream.events.dlq"}, Partitions: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -252,8 +252,8 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 	brokers := cfg.Kafka.Brokers
 	topics := append(append([]string{}, cfg.Kafka.Topics...), cfg.Kafka.DLQTopic)
 	if cfg.Kafka.Embedded() {
-		a.kafka, err = broker.StartEmbedded(broker.EmbeddedConfig{Addr: cfg.Kafka.EmbeddedAddr, DataDir: cfg.KafkaDataDir(),
-			Topics: topics, Partitions: cfg.Kafka.EmbeddedPartitions}, log)
+		a.kafka, err = broker.StartEmbedded(broker.EmbeddedDeps{Logger: log}, broker.EmbeddedConfig{Addr: cfg.Kafka.EmbeddedAddr,
+			DataDir: cfg.KafkaDataDir(), Topics: topics, Partitions: cfg.Kafka.EmbeddedPartitions})
 		if err != nil {
 			return a, err
 		}
