@@ -70,8 +70,8 @@ type Config struct {
 	// KeywordRowBudget bounds the rows the keyword arm ranks, and caps its
 	// document-frequency counts: terms are matched rarest first while
 	// their summed frequencies fit. Default 200: ranking (ts_rank_cd and
-	// the IDF sum) costs about 5 µs a row, and a term in more rows than
-	// this is common enough that the rows taken are a sample anyway.
+	// the IDF sum) is paid per row, and a term in more rows than this is
+	// common enough that the rows taken are a sample anyway.
 	KeywordRowBudget int
 	// StatsTTL is how long the keyword arm trusts a cached bank size or
 	// document frequency. Default 2m; negative disables the cache.

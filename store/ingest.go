@@ -223,9 +223,9 @@ func (s *Store) PersistBatch(ctx context.Context, evs []EventRecord) (PersistRes
 	}
 	// Banks are ensured in their own short transaction: inside the batch's,
 	// a new bank's row stayed uncommitted until the whole batch was, and
-	// every other lane with an event of that bank waited for it (1.6 s of
-	// a 14 s ingest bench). A bank deleted in between fails the batch's
-	// foreign key, and the retry ensures it again.
+	// every other lane with an event of that bank waited for it
+	// (docs/BENCHMARKS.md has the measurement). A bank deleted in between
+	// fails the batch's foreign key, and the retry ensures it again.
 	if _, err := s.pool.Exec(ctx, qEnsureBank, uniqueBanks(all)); err != nil {
 		return res, fmt.Errorf("persist batch of %d events (first %s/%s): ensure banks: %w", len(evs), evs[0].BankID, evs[0].EventKey, err)
 	}
@@ -446,7 +446,7 @@ func collectEntities(evs []*EventRecord) entityBatch {
 // no mentions, and their aliases, in a transaction of their own before
 // the batch's. Inside it, a new entity's row stayed uncommitted until the
 // whole batch was, and every other lane naming the same new entity (the
-// user, a shared friend) waited for that: 1.6 s of a 14 s ingest bench.
+// user, a shared friend) waited for that (docs/BENCHMARKS.md).
 // An entity whose batch then fails is left with no facts and no
 // mentions; the retry finds it.
 func ensureEntities(ctx context.Context, pool *pgxpool.Pool, b entityBatch) error {

@@ -40,10 +40,10 @@ const (
 	// whatever the parameters (index look-ups by id, entity and bank), but
 	// with the default plan_cache_mode the server plans them again on
 	// every execution, because a custom plan looks cheaper than the
-	// generic one: that was about 2 ms of a recall's server time at
-	// 100 000 facts (the alias look-up alone planned for 0.6 ms to run
-	// for 0.2). The HNSW queries keep custom plans: the generic plan of
-	// an ORDER BY embedding <=> $n under filters does not use the index.
+	// generic one, and planning cost more than running (docs/BENCHMARKS.md
+	// has the numbers). The HNSW queries keep custom plans: the generic
+	// plan of an ORDER BY embedding <=> $n under filters does not use the
+	// index.
 	qSetGeneric = `SELECT set_config('transaction_read_only', 'on', true),
 		set_config('plan_cache_mode', 'force_generic_plan', true)`
 	qSemanticArm = `SELECT m.id, 1 - (m.embedding <=> $5::halfvec) AS sim

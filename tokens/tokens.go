@@ -125,7 +125,7 @@ func (c *Counter) Truncate(s string, n int) string {
 const cl100kPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 
 // cl100k is built once per process: the rank table has 100k entries (about
-// 10 MB, ~100 ms to parse) and the encoder is immutable and safe for
+// 10 MB, slow to parse) and the encoder is immutable and safe for
 // concurrent use, so sharing it is a cache, not mutable global state. The
 // ranks come from the offline loader, embedded in the binary, and are
 // handed to tiktoken directly rather than through tiktoken.GetEncoding, so
