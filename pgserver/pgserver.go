@@ -125,6 +125,19 @@ type Server struct {
 	users    *os.File // holds the shared lock on DIR.users; nil once released
 }
 
+// Deps are what a server reports to.
+type Deps struct {
+	// Logger receives the server's life (start, reuse, stop); nil discards.
+	Logger *slog.Logger
+}
+
+func (d Deps) logger() *slog.Logger {
+	if d.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return d.Logger
+}
+
 // Start starts the server in cfg.DataDir, running initdb first if the
 // directory holds no cluster yet, and returns once the database and the
 // vector, pg_trgm and btree_gin extensions exist. A server already running on the data
@@ -133,14 +146,12 @@ type Server struct {
 //
 // Concurrent Starts on the same data directory, from any process, are
 // serialised with a lock file next to it.
-func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
+func Start(ctx context.Context, deps Deps, cfg Config) (*Server, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := deps.logger()
 	dir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("pgserver: data dir %s: %w", cfg.DataDir, err)

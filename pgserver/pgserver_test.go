@@ -36,7 +36,7 @@ func TestConfigWithDefaults(t *testing.T) {
 
 func TestStartWithoutBinaries(t *testing.T) {
 	t.Parallel()
-	_, err := pgserver.Start(t.Context(), pgserver.Config{DataDir: filepath.Join(t.TempDir(), "pg"), BinDir: t.TempDir()}, nil)
+	_, err := pgserver.Start(t.Context(), pgserver.Deps{}, pgserver.Config{DataDir: filepath.Join(t.TempDir(), "pg"), BinDir: t.TempDir()})
 	if !errors.Is(err, pgserver.ErrNotInstalled) {
 		t.Fatalf("Start with an empty bin dir: err = %v, want ErrNotInstalled", err)
 	}
@@ -47,7 +47,7 @@ func TestStartWithoutBinaries(t *testing.T) {
 
 func TestStartBadPort(t *testing.T) {
 	t.Parallel()
-	_, err := pgserver.Start(t.Context(), pgserver.Config{DataDir: t.TempDir(), Port: 70000}, nil)
+	_, err := pgserver.Start(t.Context(), pgserver.Deps{}, pgserver.Config{DataDir: t.TempDir(), Port: 70000})
 	if err == nil || !strings.Contains(err.Error(), "port 70000") {
 		t.Fatalf("Start with port 70000: err = %v, want one naming the port", err)
 	}
@@ -179,7 +179,7 @@ func TestLifecycle(t *testing.T) {
 
 func start(t *testing.T, cfg pgserver.Config, log *slog.Logger) *pgserver.Server {
 	t.Helper()
-	srv, err := pgserver.Start(t.Context(), cfg, log)
+	srv, err := pgserver.Start(t.Context(), pgserver.Deps{Logger: log}, cfg)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}

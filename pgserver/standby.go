@@ -17,16 +17,14 @@ import (
 // -R) unless it already holds one, and starts it on cfg.Port. The standby
 // is a hot standby: it serves read-only queries, which is what
 // database.read_url points recall at. Stop stops it.
-func StartStandby(ctx context.Context, primary *Server, cfg Config, log *slog.Logger) (*Server, error) {
+func StartStandby(ctx context.Context, deps Deps, primary *Server, cfg Config) (*Server, error) {
 	cfg.User, cfg.Database = primary.cfg.User, primary.cfg.Database
 	cfg.BinDir = primary.cfg.BinDir
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := deps.logger()
 	dir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("pgserver: standby data dir %s: %w", cfg.DataDir, err)

@@ -3,7 +3,6 @@ package pgserver
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -38,7 +37,7 @@ func FreePort() (int, error) {
 // StartTemp starts a server on a free port in a new temporary directory,
 // for benchmarks and evaluations that must not touch a configured one. The
 // caller stops the server and removes dir.
-func StartTemp(ctx context.Context, prefix string, log *slog.Logger) (srv *Server, dir string, err error) {
+func StartTemp(ctx context.Context, deps Deps, prefix string) (srv *Server, dir string, err error) {
 	dir, err = TempDir(prefix)
 	if err != nil {
 		return nil, "", fmt.Errorf("temporary PostgreSQL: %w", err)
@@ -48,7 +47,7 @@ func StartTemp(ctx context.Context, prefix string, log *slog.Logger) (srv *Serve
 		_ = os.RemoveAll(dir)
 		return nil, "", fmt.Errorf("temporary PostgreSQL: find a free port: %w", err)
 	}
-	srv, err = Start(ctx, Config{DataDir: filepath.Join(dir, "data"), Port: port}, log)
+	srv, err = Start(ctx, deps, Config{DataDir: filepath.Join(dir, "data"), Port: port})
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, "", fmt.Errorf("temporary PostgreSQL: %w", err)

@@ -42,7 +42,7 @@ func TestPostgresRestartMidIngest(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx := context.Background()
 	pgcfg := pgserver.Config{DataDir: dir + "/data", Port: port}
-	srv, err := pgserver.Start(ctx, pgcfg, log)
+	srv, err := pgserver.Start(ctx, pgserver.Deps{Logger: log}, pgcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestPostgresRestartMidIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second) // ingest keeps failing and retrying meanwhile
-	if srv, err = pgserver.Start(ctx, pgcfg, log); err != nil {
+	if srv, err = pgserver.Start(ctx, pgserver.Deps{Logger: log}, pgcfg); err != nil {
 		t.Fatal(err)
 	}
 	h.waitCommitted("g-pgrestart", n, 3*time.Minute)

@@ -27,7 +27,7 @@ func TestRecallFromStreamingReplica(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	primary, dir, err := pgserver.StartTemp(ctx, "memstream-replica-test-", log)
+	primary, dir, err := pgserver.StartTemp(ctx, pgserver.Deps{Logger: log}, "memstream-replica-test-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestRecallFromStreamingReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	standby, err := pgserver.StartStandby(ctx, primary, pgserver.Config{DataDir: filepath.Join(dir, "standby"), Port: port}, log)
+	standby, err := pgserver.StartStandby(ctx, pgserver.Deps{Logger: log}, primary, pgserver.Config{DataDir: filepath.Join(dir, "standby"), Port: port})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,7 +105,7 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*store
 	var pg *pgserver.Server
 	if cfg.Database.Embedded() {
 		var err error
-		pg, err = pgserver.Start(ctx, pgserver.Config{DataDir: cfg.PostgresDataDir(), Port: cfg.Database.EmbeddedPort}, log)
+		pg, err = pgserver.Start(ctx, pgserver.Deps{Logger: log}, pgserver.Config{DataDir: cfg.PostgresDataDir(), Port: cfg.Database.EmbeddedPort})
 		if err != nil {
 			return nil, nil, fmt.Errorf("database.url embedded: %w", err)
 		}

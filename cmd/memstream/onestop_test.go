@@ -28,8 +28,7 @@ func TestOneShotCommandsKeepServerTheyDidNotStart(t *testing.T) {
 	ctx := t.Context()
 	dataDir := filepath.Join(reachableTempDir(t), "data")
 	port := freeTCPPort(t)
-	serve, err := pgserver.Start(ctx, pgserver.Config{DataDir: filepath.Join(dataDir, "postgres"), Port: port},
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	serve, err := pgserver.Start(ctx, pgserver.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, pgserver.Config{DataDir: filepath.Join(dataDir, "postgres"), Port: port})
 	if err != nil {
 		t.Fatal(err)
 	}

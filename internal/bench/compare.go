@@ -184,7 +184,7 @@ func startPG(ctx context.Context, dir string, log *slog.Logger) (*pgserver.Serve
 	if err != nil {
 		return nil, err
 	}
-	return pgserver.Start(ctx, pgserver.Config{DataDir: dir, Port: port}, log)
+	return pgserver.Start(ctx, pgserver.Deps{Logger: log}, pgserver.Config{DataDir: dir, Port: port})
 }
 
 func waitHealthy(ctx context.Context, base string, timeout time.Duration) error {

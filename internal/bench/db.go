@@ -14,7 +14,7 @@ func benchBase(ctx context.Context, dbURL, prefix string, keep bool, log *slog.L
 	if dbURL != "" {
 		return dbURL, func() {}, nil
 	}
-	srv, dir, err := pgserver.StartTemp(ctx, prefix, log)
+	srv, dir, err := pgserver.StartTemp(ctx, pgserver.Deps{Logger: log}, prefix)
 	if err != nil {
 		return "", nil, err
 	}

@@ -165,7 +165,7 @@ func openBenchEnv(ctx context.Context, deps IngestDeps, dbURL string, dim int, s
 			return nil, err
 		}
 		fmt.Fprintf(stderr, "bench ingest: starting a managed PostgreSQL in %s on port %d\n", tmp, port)
-		env.pg, err = pgserver.Start(ctx, pgserver.Config{DataDir: filepath.Join(tmp, "postgres"), Port: port}, log)
+		env.pg, err = pgserver.Start(ctx, pgserver.Deps{Logger: log}, pgserver.Config{DataDir: filepath.Join(tmp, "postgres"), Port: port})
 		if err != nil {
 			return nil, err
 		}

@@ -71,7 +71,7 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	pgcfg := pgserver.Config{DataDir: filepath.Join(dir, "data"), Port: port}
-	pg, err := pgserver.Start(ctx, pgcfg, log)
+	pg, err := pgserver.Start(ctx, pgserver.Deps{Logger: log}, pgcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestChaos(t *testing.T) {
 	if err := pg.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if pg, err = pgserver.Start(ctx, pgcfg, log); err != nil {
+	if pg, err = pgserver.Start(ctx, pgserver.Deps{Logger: log}, pgcfg); err != nil {
 		t.Fatal(err)
 	}
 	var second []*kgo.Record

@@ -86,7 +86,7 @@ func setup() (string, error) {
 	// pgserver.Start serialises concurrent starts of one data directory
 	// across processes with a flock on <dir>.lock, so test binaries that
 	// race here start the server once and the others reuse it.
-	srv, err := pgserver.Start(ctx, pgserver.Config{DataDir: Dir(), Port: Port}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv, err := pgserver.Start(ctx, pgserver.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, pgserver.Config{DataDir: Dir(), Port: Port})
 	if err != nil {
 		return "", fmt.Errorf("start test server in %s: %w", Dir(), err)
 	}
