@@ -34,11 +34,22 @@ type DeadLetterArchive struct {
 	MaxScan int
 }
 
-// NewDeadLetterArchive reads dlqTopic through a consumer of its own on
-// brokers and produces replays through cl; records without a source
-// topic header are replayed to defaultTopic.
-func NewDeadLetterArchive(cl *kgo.Client, brokers []string, clientID, dlqTopic, defaultTopic string) *DeadLetterArchive {
-	return &DeadLetterArchive{cl: cl, brokers: brokers, clientID: clientID, topic: dlqTopic, defaultTopic: defaultTopic, MaxScan: 20000}
+// ArchiveConfig says where a DeadLetterArchive reads and replays.
+type ArchiveConfig struct {
+	// Brokers and ClientID are those of the archive's own consumer.
+	Brokers  []string
+	ClientID string
+	// DLQTopic is the dead-letter topic read.
+	DLQTopic string
+	// DefaultTopic receives the replays of records without a source topic
+	// header.
+	DefaultTopic string
+}
+
+// NewDeadLetterArchive reads cfg.DLQTopic through a consumer of its own
+// and produces replays through cl.
+func NewDeadLetterArchive(cl *kgo.Client, cfg ArchiveConfig) *DeadLetterArchive {
+	return &DeadLetterArchive{cl: cl, brokers: cfg.Brokers, clientID: cfg.ClientID, topic: cfg.DLQTopic, defaultTopic: cfg.DefaultTopic, MaxScan: 20000}
 }
 
 // findSlack is how long before the database row's time the search starts:

@@ -33,7 +33,7 @@ func TestDeadLetterArchiveFind(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a := NewDeadLetterArchive(cl, []string{kafka.Addr()}, "test-reader", "src.dlq", "src")
+	a := NewDeadLetterArchive(cl, ArchiveConfig{Brokers: []string{kafka.Addr()}, ClientID: "test-reader", DLQTopic: "src.dlq", DefaultTopic: "src"})
 	got, err := a.Find(ctx, "src", 2, 17, time.Now())
 	if err != nil {
 		t.Fatal(err)

@@ -255,7 +255,8 @@ func TestDeadLetterRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t, envOpts{})
-	e.srv.d.DeadLetters = broker.NewDeadLetterArchive(prod, []string{kafka.Addr()}, "test-console", "memstream.events.dlq", "memstream.events")
+	e.srv.d.DeadLetters = broker.NewDeadLetterArchive(prod, broker.ArchiveConfig{Brokers: []string{kafka.Addr()}, ClientID: "test-console",
+		DLQTopic: "memstream.events.dlq", DefaultTopic: "memstream.events"})
 	e.srv.d.Redact = scanner.RedactAll
 	ctx := t.Context()
 

@@ -388,8 +388,9 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 		a.api, err = recallapi.New(recallapi.Deps{Store: a.st, Recaller: rc, Publisher: broker.NewPublisher(a.prod, cfg.Kafka.Topics[0]), Gate: gate,
 			Ready: ready, Gatherer: reg, Registerer: reg, Logger: log, OnPolicyChange: policies.Invalidate,
 			Reflector: rf, Refresher: a.worker, Listener: a.st, Console: ui, Embedder: emb, Extractor: ex, CheckLLM: checkLLM,
-			DeadLetters: broker.NewDeadLetterArchive(a.prod, brokers, cfg.Kafka.ClientID+"-console", cfg.Kafka.DLQTopic, cfg.Kafka.Topics[0]),
-			Redact:      redactor.RedactAll}, recallapi.Config{
+			DeadLetters: broker.NewDeadLetterArchive(a.prod, broker.ArchiveConfig{Brokers: brokers, ClientID: cfg.Kafka.ClientID + "-console",
+				DLQTopic: cfg.Kafka.DLQTopic, DefaultTopic: cfg.Kafka.Topics[0]}),
+			Redact: redactor.RedactAll}, recallapi.Config{
 			Addr: cfg.HTTP.Addr, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, RetainWait: cfg.HTTP.RetainWait, MaxEventBytes: cfg.Kafka.MaxEventBytes,
 			ReadTimeout: cfg.HTTP.ReadTimeout, WriteTimeout: cfg.HTTP.WriteTimeout, Auth: cfg.Auth, BasePolicy: basePolicy(cfg), Version: version,
 			OperationLease: cfg.HTTP.OperationLease, AllowPrivateWebhooks: cfg.Webhooks.AllowPrivate,
