@@ -81,8 +81,9 @@ type provenanceCache struct {
 	sources map[string][]Evidence // bank + "/" + observation id
 }
 
-// NewAPIRecaller returns a recaller for cfg. client may be nil.
-func NewAPIRecaller(cfg APIRecallerConfig, client *http.Client) (*APIRecaller, error) {
+// NewAPIRecaller returns a recaller for cfg that calls through client
+// (nil: a client of its own).
+func NewAPIRecaller(client *http.Client, cfg APIRecallerConfig) (*APIRecaller, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
