@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -40,30 +38,6 @@ import (
 	"github.com/memstream/memstream/store"
 	"github.com/memstream/memstream/tokens"
 )
-
-// roles selects what a process runs (SPEC §2 serve --roles).
-type roles struct{ ingest, api, worker bool }
-
-func parseRoles(s string) (roles, error) {
-	var r roles
-	for _, p := range strings.Split(s, ",") {
-		switch strings.TrimSpace(p) {
-		case "ingest":
-			r.ingest = true
-		case "api":
-			r.api = true
-		case "worker":
-			r.worker = true
-		case "":
-		default:
-			return r, fmt.Errorf("--roles: unknown role %q (ingest, api, worker)", p)
-		}
-	}
-	if !r.ingest && !r.api && !r.worker {
-		return r, errors.New("--roles: name at least one of ingest, api, worker")
-	}
-	return r, nil
-}
 
 // app is the wired process: main builds it, runs it and stops it.
 type app struct {
@@ -238,7 +212,7 @@ func basePolicy(cfg config.Config) defense.Policy {
 
 // start wires every component the roles need. On error it stops what it
 // already started.
-func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Registry, log *slog.Logger) (a *app, err error) {
+func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometheus.Registry, log *slog.Logger) (a *app, err error) {
 	a = &app{cfg: cfg, log: log, reg: reg, apiAddr: make(chan string, 1)}
 	defer func() {
 		if err != nil {
@@ -285,12 +259,12 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 	}
 	policies := pipeline.NewCachedPolicies(a.st, basePolicy(cfg), 5*time.Second)
 	var ex pipeline.Extractor
-	if rl.ingest || rl.api {
+	if rl.Ingest || rl.API {
 		if ex, err = newExtractor(cfg, llmGate, reg, log); err != nil {
 			return a, err
 		}
 	}
-	if rl.ingest {
+	if rl.Ingest {
 		res, err := pipeline.NewStoreResolver(a.st)
 		if err != nil {
 			return a, err
@@ -324,7 +298,7 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 		return a, err
 	}
 	var rc, workerRC *recall.Recaller
-	if rl.api || rl.worker {
+	if rl.API || rl.Worker {
 		rdeps := recall.Deps{Store: a.st, Embedder: emb, Clock: a.st, Tokens: tok, Registerer: reg, Logger: log}
 		rcfg := recall.Config{Scale: scale}
 		if cfg.Rerank.Provider == "http" {
@@ -336,7 +310,7 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 		}
 		// With a read replica, the API's recall reads from it; the worker
 		// keeps reading the primary, where consolidation has just written.
-		if rl.api && cfg.Database.ReadURL != "" {
+		if rl.API && cfg.Database.ReadURL != "" {
 			if a.readSt, err = store.Open(ctx, store.Deps{Logger: log.With("database", "read_url")}, store.Config{URL: cfg.Database.ReadURL, MaxConns: cfg.Database.MaxConns, Dim: cfg.Embed.Dim}); err != nil {
 				return a, fmt.Errorf("database.read_url: %w", err)
 			}
@@ -356,13 +330,13 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 	}
 	// The worker role runs consolidation; the api role needs the same
 	// worker for on-demand mental-model refreshes.
-	if (rl.worker && cfg.Consolidation.Enabled) || rl.api {
+	if (rl.Worker && cfg.Consolidation.Enabled) || rl.API {
 		if a.worker, err = newConsolidationWorker(cfg, a.st, emb, scale, workerRC, llmGate, reg, log, nil); err != nil {
 			return a, err
 		}
-		a.runWorker = rl.worker && cfg.Consolidation.Enabled
+		a.runWorker = rl.Worker && cfg.Consolidation.Enabled
 	}
-	if rl.api {
+	if rl.API {
 		rf, err := newReflector(cfg, rc, a.st, tok, llmGate, reg, log)
 		if err != nil {
 			return a, err
@@ -419,12 +393,12 @@ func start(ctx context.Context, cfg config.Config, rl roles, reg *prometheus.Reg
 // readiness lists the checks /health/ready runs for the roles: PostgreSQL
 // for every role, the brokers only for ingest, so that a Kafka outage does
 // not take API replicas serving recall out of their load balancer.
-func (a *app) readiness(rl roles) map[string]func(context.Context) error {
+func (a *app) readiness(rl config.Roles) map[string]func(context.Context) error {
 	ready := map[string]func(context.Context) error{"database": a.st.Ping}
 	if a.readSt != nil {
 		ready["read_database"] = a.readSt.Ping
 	}
-	if rl.ingest {
+	if rl.Ingest {
 		ready["kafka"] = func(ctx context.Context) error { return a.prod.Ping(ctx) }
 		// A stuck lane or a provider refusing its key fails readiness,
 		// naming the lane, record and error.
@@ -588,7 +562,7 @@ type inProcess struct {
 
 // serveInProcess starts every role and returns once the API listens.
 func serveInProcess(ctx context.Context, cfg config.Config, log *slog.Logger) (*inProcess, error) {
-	a, err := start(ctx, cfg, roles{ingest: true, api: true, worker: true}, newRegistry(), log)
+	a, err := start(ctx, cfg, config.AllRoles, newRegistry(), log)
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ func TestNewExtractorFollowsProvider(t *testing.T) {
 	if _, ok := ex.(*llm.Extractor); err != nil || !ok {
 		t.Fatalf("openai provider gave %T, %v", ex, err)
 	}
-	if _, err := parseRoles("ingest,api"); err != nil {
+	if _, err := config.ParseRoles("ingest,api"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -145,7 +145,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	rl, err := parseRoles(*rolesFlag)
+	rl, err := config.ParseRoles(*rolesFlag)
 	if err != nil {
 		return err
 	}
