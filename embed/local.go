@@ -119,7 +119,7 @@ func (l *Local) embed(ctx context.Context, kind Kind, texts []string) ([][]float
 // what keeps recall from waiting.
 func documentGate(threads int) *priority.Gate {
 	n := max(1, threads-1)
-	g, err := priority.NewGate(priority.GateConfig{Name: "embed", Slots: n, MaxBackground: n})
+	g, err := priority.NewGate(priority.GateDeps{}, priority.GateConfig{Name: "embed", Slots: n, MaxBackground: n})
 	if err != nil {
 		panic(err) // n >= 1 always makes a valid gate
 	}

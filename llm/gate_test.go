@@ -16,7 +16,7 @@ func TestCallsHoldTheSharedGate(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, valid(t))
 	f.delay = 20 * time.Millisecond
-	g, err := priority.NewGate(priority.GateConfig{Name: "llm", Slots: 2})
+	g, err := priority.NewGate(priority.GateDeps{}, priority.GateConfig{Name: "llm", Slots: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

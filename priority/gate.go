@@ -54,6 +54,10 @@ type GateConfig struct {
 	// MaxBypass is how many live grants may pass over a waiting background
 	// request before it gets the next slot; 0 means 8.
 	MaxBypass int
+}
+
+// GateDeps are what a gate reports to.
+type GateDeps struct {
 	// Registerer receives the gate's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 }
@@ -102,7 +106,7 @@ type waiter struct {
 }
 
 // NewGate returns a gate.
-func NewGate(cfg GateConfig) (*Gate, error) {
+func NewGate(deps GateDeps, cfg GateConfig) (*Gate, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -114,9 +118,9 @@ func NewGate(cfg GateConfig) (*Gate, error) {
 		Buckets: []float64{0.0005, 0.002, 0.01, 0.05, 0.2, 1, 5, 30}}, []string{"class"})
 	g.queued = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "memstream_priority_waiting",
 		Help: "Requests waiting for a slot of the gate, by class.", ConstLabels: labels}, []string{"class"})
-	if cfg.Registerer != nil {
+	if deps.Registerer != nil {
 		for _, c := range []prometheus.Collector{g.waitSec, g.queued} {
-			if err := cfg.Registerer.Register(c); err != nil {
+			if err := deps.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("priority gate %s: %w", cfg.Name, err)
 			}
 		}

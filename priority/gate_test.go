@@ -82,7 +82,12 @@ func (h *holders) wait() { h.wg.Wait() }
 
 func mustGate(t *testing.T, cfg GateConfig) *Gate {
 	t.Helper()
-	g, err := NewGate(cfg)
+	return mustGateWith(t, GateDeps{}, cfg)
+}
+
+func mustGateWith(t *testing.T, deps GateDeps, cfg GateConfig) *Gate {
+	t.Helper()
+	g, err := NewGate(deps, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +185,7 @@ func TestBackgroundNotStarved(t *testing.T) {
 func TestAcquireCancelled(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	g := mustGate(t, GateConfig{Name: "t", Slots: 1, Registerer: reg})
+	g := mustGateWith(t, GateDeps{Registerer: reg}, GateConfig{Name: "t", Slots: 1})
 	rel, err := g.Acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +227,7 @@ func TestAcquireCancelled(t *testing.T) {
 func TestGateConfig(t *testing.T) {
 	t.Parallel()
 	for _, c := range []GateConfig{{Slots: 0}, {Slots: 2, MaxBackground: 3}, {Slots: 1, MaxBypass: -1}} {
-		if _, err := NewGate(c); err == nil {
+		if _, err := NewGate(GateDeps{}, c); err == nil {
 			t.Errorf("%+v accepted", c)
 		}
 	}

@@ -414,7 +414,7 @@ func newLLMGate(cfg config.Config, reg prometheus.Registerer) (*priority.Gate, e
 	if cfg.LLM.Provider != "openai" {
 		return nil, nil
 	}
-	g, err := priority.NewGate(priority.GateConfig{Name: "llm", Slots: cfg.LLM.Concurrency, Registerer: reg})
+	g, err := priority.NewGate(priority.GateDeps{Registerer: reg}, priority.GateConfig{Name: "llm", Slots: cfg.LLM.Concurrency})
 	if err != nil {
 		return nil, fmt.Errorf("llm.concurrency: %w", err)
 	}
