@@ -30,6 +30,10 @@ type archiveDoc struct {
 	Tags     []string          `json:"tags"`
 	Metadata map[string]string `json:"metadata"`
 	Chunks   []string          `json:"chunks"`
+	// ChunkTimes are the chunks' timestamps (RFC 3339, "" when unknown),
+	// so an import dates its facts as the originals were, not on the day
+	// of the import. An archive without them imports undated chunks.
+	ChunkTimes []string `json:"chunk_times,omitempty"`
 }
 
 type archiveManifest struct {
@@ -247,6 +251,11 @@ func (s *Server) buildArchive(ctx context.Context, bank string, a transferArgs) 
 			ad := archiveDoc{ID: d.ID, Context: d.Context, Tags: nonNil(d.Tags), Metadata: d.Metadata}
 			for _, c := range chunks {
 				ad.Chunks = append(ad.Chunks, c.Text)
+				at := ""
+				if c.StartedAt != nil {
+					at = c.StartedAt.UTC().Format(time.RFC3339Nano)
+				}
+				ad.ChunkTimes = append(ad.ChunkTimes, at)
 			}
 			man.Documents++
 			man.Chunks += len(ad.Chunks)
@@ -397,8 +406,14 @@ func (s *Server) restore(ctx context.Context, o store.Operation, data []byte, a 
 	var events []event.Event
 	for _, d := range docs {
 		for i, c := range d.Chunks {
-			events = append(events, event.Event{BankID: target, EventID: fmt.Sprintf("import/%s/%d/%s", o.ID, i, shaPrefix([]byte(d.ID))),
-				DocumentID: d.ID, Content: c, Context: d.Context, Tags: d.Tags, Metadata: d.Metadata})
+			ev := event.Event{BankID: target, EventID: fmt.Sprintf("import/%s/%d/%s", o.ID, i, shaPrefix([]byte(d.ID))),
+				DocumentID: d.ID, Content: c, Context: d.Context, Tags: d.Tags, Metadata: d.Metadata}
+			if i < len(d.ChunkTimes) {
+				if t, err := time.Parse(time.RFC3339Nano, d.ChunkTimes[i]); err == nil {
+					ev.Timestamp = t.UTC().Format(time.RFC3339Nano)
+				}
+			}
+			events = append(events, ev)
 		}
 	}
 	keys := make([]string, len(events))

@@ -199,7 +199,7 @@ const (
 	qDocumentTags     = `UPDATE documents SET tags = $3, edited_at = now(), updated_at = now() WHERE bank_id = $1 AND id = $2`
 	qDocumentUnitTags = `UPDATE memory_units SET tags = $3, updated_at = now()
 		WHERE bank_id = $1 AND document_id = $2 AND fact_type <> 'observation'`
-	qChunkList = `SELECT id, bank_id, document_id, chunk_index, text, created_at, count(*) OVER () FROM chunks
+	qChunkList = `SELECT id, bank_id, document_id, chunk_index, text, created_at, started_at, count(*) OVER () FROM chunks
 		WHERE bank_id = $1 AND document_id = $2 ORDER BY created_at, chunk_index, id LIMIT $3 OFFSET $4`
 	qChunkGet       = `SELECT id, bank_id, document_id, chunk_index, text, created_at FROM chunks WHERE id = $1`
 	qDocumentEvents = `SELECT event_key, facts, ingested_at FROM events WHERE bank_id = $1 AND document_id = $2 ORDER BY ingested_at, event_key`
@@ -271,6 +271,9 @@ type Chunk struct {
 	Index      int       `json:"chunk_index"`
 	Text       string    `json:"chunk_text"`
 	CreatedAt  time.Time `json:"created_at"`
+	// StartedAt is when the chunk's messages were said (its event's
+	// timestamp), which an export keeps so an import dates it the same.
+	StartedAt *time.Time `json:"-"`
 }
 
 // ListChunks returns one page of a document's chunks, in order, and the
@@ -286,7 +289,7 @@ func (s *Store) ListChunks(ctx context.Context, bankID, docID string, limit, off
 	for rows.Next() {
 		var c Chunk
 		var n int64
-		if err := rows.Scan(&c.ID, &c.BankID, &c.DocumentID, &c.Index, &c.Text, &c.CreatedAt, &n); err != nil {
+		if err := rows.Scan(&c.ID, &c.BankID, &c.DocumentID, &c.Index, &c.Text, &c.CreatedAt, &c.StartedAt, &n); err != nil {
 			return nil, 0, err
 		}
 		total = int(n)
