@@ -25,6 +25,11 @@ type Event struct {
 	Context        string            `json:"context,omitempty"`
 	Tags           []string          `json:"tags,omitempty"`
 	Metadata       map[string]string `json:"metadata,omitempty"`
+	// UpdateMode "replace" makes the event replace its document: what
+	// earlier events of the document stored is deleted in the transaction
+	// that stores this one, so a reader sees the old document or the new,
+	// never neither. "" or "append" adds to the document.
+	UpdateMode string `json:"update_mode,omitempty"`
 }
 
 // Message is one chat message of an event.
@@ -95,6 +100,9 @@ func (ev *Event) Validate() error {
 	}
 	if err := validTimestamp("timestamp", ev.Timestamp); err != nil {
 		return err
+	}
+	if ev.UpdateMode != "" && ev.UpdateMode != "append" && ev.UpdateMode != "replace" {
+		return fieldErrorf("update_mode", ClassSchema, "update_mode must be replace or append, got %q", truncate(ev.UpdateMode, 32))
 	}
 	for _, id := range [][2]string{{"event_id", ev.EventID}, {"document_id", ev.DocumentID}, {"conversation_id", ev.ConversationID}} {
 		if len(id[1]) > MaxIDBytes {

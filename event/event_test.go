@@ -30,6 +30,7 @@ func TestDecodeClasses(t *testing.T) {
 		{"neither", `{"bank_id":"a"}`, event.ClassSchema, "exactly one"},
 		{"bad role", `{"bank_id":"a","messages":[{"role":"robot","content":"y"}]}`, event.ClassSchema, "messages[0].role"},
 		{"bad timestamp", `{"bank_id":"a","content":"x","timestamp":"yesterday"}`, event.ClassSchema, "RFC 3339"},
+		{"bad update_mode", `{"bank_id":"a","content":"x","update_mode":"merge"}`, event.ClassSchema, "update_mode"},
 		{"bad message timestamp", `{"bank_id":"a","messages":[{"role":"user","content":"y"},{"role":"user","content":"z","timestamp":"noon"}]}`, event.ClassSchema, "messages[1].timestamp"},
 	}
 	for _, c := range cases {

@@ -106,7 +106,9 @@ func (p *Pipeline) partRecord(it *item, i int, pt part, resolved map[[4]int]Reso
 		Context: ev.Context, Tags: ev.Tags, Metadata: ev.Metadata,
 	}
 	if pt.audit {
+		// One record of the event carries what is done once per event.
 		rec.Audit = it.audit
+		rec.ReplaceDocument = ev.UpdateMode == "replace"
 	}
 	entities := map[uuid.UUID]*store.EntityRow{}
 	var entOrder []uuid.UUID

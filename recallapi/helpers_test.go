@@ -6,11 +6,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,9 +57,14 @@ type fakePublisher struct {
 	// gate, when set, applies the default policy to each persisted
 	// event's content as the pipeline does, with its audit rows.
 	gate *defense.Gate
+	// failNext fails the next Publish, as a broker outage.
+	failNext atomic.Bool
 }
 
 func (p *fakePublisher) Publish(_ context.Context, evs []event.Event) ([]event.Position, error) {
+	if p.failNext.CompareAndSwap(true, false) {
+		return nil, errors.New("fake: the broker is down")
+	}
 	p.mu.Lock()
 	pos := make([]event.Position, len(evs))
 	for i := range evs {
@@ -83,7 +90,8 @@ func (p *fakePublisher) Publish(_ context.Context, evs []event.Event) ([]event.P
 			}
 		}
 		recs[i] = store.EventRecord{BankID: e.BankID, EventKey: e.EventID, DocumentID: e.DocumentID, Tags: e.Tags, Audit: audit,
-			Chunks: []store.ChunkRow{{ID: store.DeriveID(e.BankID, e.EventID, "c0"), Text: text, StartedAt: time.Now()}}}
+			ReplaceDocument: e.UpdateMode == "replace",
+			Chunks:          []store.ChunkRow{{ID: store.DeriveID(e.BankID, e.EventID, "c0"), Text: text, StartedAt: time.Now()}}}
 		if recs[i].DocumentID == "" {
 			recs[i].DocumentID = e.EventID
 		}

@@ -97,6 +97,17 @@ func (s *Server) retainEvents(bank, opID string, body RetainRequest) ([]event.Ev
 	if !slices.ContainsFunc(body.Items, func(it retainItem) bool { return it.DocumentID != "" }) {
 		sharedDoc = "retain-" + opID
 	}
+	// Hindsight's update_mode "replace": the document loses what was
+	// stored of it before this request. The first event of the document
+	// carries it, so the pipeline deletes the old content in the
+	// transaction that stores the new (a failed produce leaves the
+	// document whole), and the request's other items add to it.
+	replaced := map[string]bool{}
+	for _, it := range body.Items {
+		if it.UpdateMode != nil && *it.UpdateMode == "replace" && it.DocumentID != "" {
+			replaced[it.DocumentID] = true
+		}
+	}
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	events := make([]event.Event, len(body.Items))
 	for i, it := range body.Items {
@@ -120,6 +131,10 @@ func (s *Server) retainEvents(bank, opID string, body RetainRequest) ([]event.Ev
 		}
 		if ev.DocumentID == "" {
 			ev.DocumentID = ev.EventID
+		}
+		if replaced[ev.DocumentID] {
+			ev.UpdateMode = "replace"
+			delete(replaced, ev.DocumentID)
 		}
 		switch ts := strings.TrimSpace(it.Timestamp); {
 		case ts == "":
@@ -316,9 +331,6 @@ func (s *Server) Retain(ctx context.Context, bank string, body RetainRequest, id
 		stop := s.holdRetain(opID, attempt)
 		defer stop()
 	}
-	if err := s.replaceDocuments(ctx, bank, body, events); err != nil {
-		return 0, RetainResponse{}, false, err
-	}
 	// The events' keys are recorded before they are produced: a process
 	// that dies between Kafka's acknowledgement and the positions below
 	// leaves an operation that still finds its events once persisted.
@@ -509,21 +521,4 @@ func allSettled(states []store.ItemState) bool {
 		}
 	}
 	return true
-}
-
-// replaceDocuments applies Hindsight's update_mode "replace": a document
-// retained again in that mode loses what was derived from it before.
-// memstream's default is to add to the document (a conversation grows).
-func (s *Server) replaceDocuments(ctx context.Context, bank string, body RetainRequest, events []event.Event) error {
-	done := map[string]bool{}
-	for i, it := range body.Items {
-		if it.UpdateMode == nil || *it.UpdateMode != "replace" || it.DocumentID == "" || done[it.DocumentID] {
-			continue
-		}
-		done[it.DocumentID] = true
-		if _, err := s.d.Store.DeleteDocument(ctx, bank, events[i].DocumentID); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-	}
-	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -170,7 +171,18 @@ func (s *Store) DeleteDocument(ctx context.Context, bankID, docID string) (Docum
 func (s *Store) deleteDocument(ctx context.Context, bankID, docID string) (DocumentDeletion, error) {
 	var res DocumentDeletion
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		res = DocumentDeletion{}
+		var err error
+		res, err = deleteDocumentTx(ctx, tx, bankID, docID)
+		return err
+	})
+	return res, err
+}
+
+// deleteDocumentTx is DeleteDocument inside tx; ErrNotFound when the bank
+// holds no such document.
+func deleteDocumentTx(ctx context.Context, tx pgx.Tx, bankID, docID string) (DocumentDeletion, error) {
+	res := DocumentDeletion{}
+	err := func() error {
 		var one int
 		if err := tx.QueryRow(ctx, qDocumentLock, bankID, docID).Scan(&one); err != nil {
 			return translate(err)
@@ -226,7 +238,7 @@ func (s *Store) deleteDocument(ctx context.Context, bankID, docID string) (Docum
 		}
 		_, err = tx.Exec(ctx, qDocumentDrop, bankID, docID)
 		return err
-	})
+	}()
 	return res, err
 }
 
@@ -284,4 +296,43 @@ func collectUUIDs(ctx context.Context, tx pgx.Tx, q string, args ...any) ([]uuid
 		out = append(out, id)
 	}
 	return out, rows.Err()
+}
+
+const qEventStored = `SELECT EXISTS (SELECT 1 FROM events WHERE bank_id = $1 AND event_key = $2)`
+
+// replaceDocuments carries out, inside a persist transaction, the records
+// that replace their document: the document's stored content goes, and so
+// does the content of the batch's earlier records of it (their events stay
+// claimed, so a replay does not bring them back). A replayed record (its
+// event already stored) deletes nothing. It returns evs, copied when a
+// record's content was dropped.
+func replaceDocuments(ctx context.Context, tx pgx.Tx, evs []EventRecord) ([]EventRecord, error) {
+	copied := false
+	for j := range evs {
+		e := &evs[j]
+		if !e.ReplaceDocument {
+			continue
+		}
+		var stored bool
+		if err := tx.QueryRow(ctx, qEventStored, e.BankID, e.EventKey).Scan(&stored); err != nil {
+			return nil, fmt.Errorf("replace document %s/%s: %w", e.BankID, e.DocumentID, err)
+		}
+		if stored {
+			continue
+		}
+		if _, err := deleteDocumentTx(ctx, tx, e.BankID, e.DocumentID); err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("replace document %s/%s: %w", e.BankID, e.DocumentID, err)
+		}
+		for i := 0; i < j; i++ {
+			if evs[i].BankID != e.BankID || evs[i].DocumentID != e.DocumentID || evs[i].eventOf() == e.eventOf() {
+				continue
+			}
+			if !copied {
+				evs = slices.Clone(evs)
+				copied = true
+			}
+			evs[i].Chunks, evs[i].Facts, evs[i].Entities, evs[i].Links = nil, nil, nil, nil
+		}
+	}
+	return evs, nil
 }

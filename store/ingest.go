@@ -52,6 +52,11 @@ type EventRecord struct {
 	Entities   []EntityRow
 	Links      []LinkRow
 	Audit      []AuditRow
+	// ReplaceDocument deletes, in the transaction that stores this record,
+	// what earlier events of its document stored (an event with
+	// update_mode replace; set on one record of it). A replayed record
+	// deletes nothing.
+	ReplaceDocument bool
 }
 
 // ChunkRow is one chunk of an event's text after defense.
@@ -234,6 +239,10 @@ func (s *Store) PersistBatch(ctx context.Context, evs []EventRecord) (PersistRes
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		res = PersistResult{}
+		evs, err := replaceDocuments(ctx, tx, evs)
+		if err != nil {
+			return err
+		}
 		fresh, err := claimEvents(ctx, tx, evs)
 		if err != nil {
 			return err
