@@ -20,6 +20,7 @@ import (
 
 // Config is the effective configuration of one memstream process.
 type Config struct {
+	// DataDir holds the managed PostgreSQL's and the embedded broker's data.
 	DataDir       string        `yaml:"data_dir"`
 	Log           Log           `yaml:"log"`
 	Kafka         Kafka         `yaml:"kafka"`
@@ -47,26 +48,40 @@ type Webhooks struct {
 
 // Log configures the process logger.
 type Log struct {
-	Level  string `yaml:"level"`  // debug, info, warn, error
-	Format string `yaml:"format"` // text or json
+	// Level is the least level logged: debug, info, warn or error.
+	Level string `yaml:"level"`
+	// Format is text or json.
+	Format string `yaml:"format"`
 }
 
 // Kafka configures the broker connection and the ingest consumer.
 type Kafka struct {
 	// Brokers lists seed brokers; empty means the embedded in-process broker.
-	Brokers      []string `yaml:"brokers"`
-	EmbeddedAddr string   `yaml:"embedded_addr"`
+	Brokers []string `yaml:"brokers"`
+	// EmbeddedAddr is where the embedded broker listens.
+	EmbeddedAddr string `yaml:"embedded_addr"`
 	// EmbeddedPartitions is the partition count of topics the embedded broker creates.
-	EmbeddedPartitions int           `yaml:"embedded_partitions"`
-	Topics             []string      `yaml:"topics"`
-	DLQTopic           string        `yaml:"dlq_topic"`
-	Group              string        `yaml:"group"`
-	MaxEventBytes      int           `yaml:"max_event_bytes"`
-	MaxInflightRecords int           `yaml:"max_inflight_records"`
-	MaxInflightBytes   int           `yaml:"max_inflight_bytes"`
-	CommitInterval     time.Duration `yaml:"commit_interval"`
-	ShutdownTimeout    time.Duration `yaml:"shutdown_timeout"`
-	ClientID           string        `yaml:"client_id"`
+	EmbeddedPartitions int `yaml:"embedded_partitions"`
+	// Topics lists the event topics the ingest consumer reads.
+	Topics []string `yaml:"topics"`
+	// DLQTopic receives refused records with their error headers.
+	DLQTopic string `yaml:"dlq_topic"`
+	// Group is the ingest consumer group.
+	Group string `yaml:"group"`
+	// MaxEventBytes is the largest event accepted, on Kafka and over HTTP;
+	// a larger one is dead-lettered (oversized) or refused.
+	MaxEventBytes int `yaml:"max_event_bytes"`
+	// MaxInflightRecords and MaxInflightBytes bound what the consumer has
+	// polled and not yet acknowledged; past them polling pauses.
+	MaxInflightRecords int `yaml:"max_inflight_records"`
+	MaxInflightBytes   int `yaml:"max_inflight_bytes"`
+	// CommitInterval is how often the committed watermark is sent to Kafka
+	// (also on revoke and shutdown).
+	CommitInterval time.Duration `yaml:"commit_interval"`
+	// ShutdownTimeout bounds a graceful stop: drain, commit, stop.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// ClientID prefixes the Kafka client ids of this process's clients.
+	ClientID string `yaml:"client_id"`
 }
 
 // Embedded reports whether memstream runs its own in-process broker.
@@ -88,9 +103,12 @@ type Database struct {
 	// ReadURL, when set, is a read-only server (a streaming replica of
 	// URL's) that recall reads from; writes, jobs and everything else stay
 	// on URL. Empty reads from URL.
-	ReadURL      string `yaml:"read_url"`
-	EmbeddedPort int    `yaml:"embedded_port"`
-	MaxConns     int    `yaml:"max_conns"`
+	ReadURL string `yaml:"read_url"`
+	// EmbeddedPort is the managed server's port, on loopback only.
+	EmbeddedPort int `yaml:"embedded_port"`
+	// MaxConns sizes the connection pool, shared by ingest, the worker and
+	// the API (a recall may hold up to seven at once).
+	MaxConns int `yaml:"max_conns"`
 }
 
 // Embedded reports whether memstream manages its own PostgreSQL server.
@@ -98,9 +116,16 @@ func (d Database) Embedded() bool { return d.URL == "embedded" }
 
 // HTTP configures the API server.
 type HTTP struct {
-	Addr         string        `yaml:"addr"`
-	RetainWait   time.Duration `yaml:"retain_wait"`
-	MaxBodyBytes int64         `yaml:"max_body_bytes"`
+	// Addr is the API address; one off loopback needs auth.keys or
+	// auth.disabled.
+	Addr string `yaml:"addr"`
+	// RetainWait is how long a retain with async:false waits for its
+	// events' outcome, and a retried idempotent retain for the first answer.
+	RetainWait time.Duration `yaml:"retain_wait"`
+	// MaxBodyBytes bounds a request body; a larger one gets a 413.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// ReadTimeout and WriteTimeout bound reading a request and writing its
+	// answer.
 	ReadTimeout  time.Duration `yaml:"read_timeout"`
 	WriteTimeout time.Duration `yaml:"write_timeout"`
 	// OperationLease is how long an API replica holds an operation it runs
@@ -111,41 +136,62 @@ type HTTP struct {
 
 // Auth configures bearer-key access control.
 type Auth struct {
-	Disabled bool  `yaml:"disabled"`
-	Keys     []Key `yaml:"keys"`
+	// Disabled serves every bank without a key; needed to serve off
+	// loopback without keys.
+	Disabled bool `yaml:"disabled"`
+	// Keys lists the bearer keys: [{name, key or sha256, banks, scopes}].
+	Keys []Key `yaml:"keys"`
 }
 
 // Key is one bearer key: the secret (or its SHA-256), its banks and scopes.
 type Key struct {
-	Name   string   `yaml:"name"`
-	Key    string   `yaml:"key"`
-	SHA256 string   `yaml:"sha256"`
-	Banks  []string `yaml:"banks"`
+	// Name names the key in logs and audit rows.
+	Name string `yaml:"name"`
+	// Key is the secret itself, or SHA256 its hex SHA-256.
+	Key    string `yaml:"key"`
+	SHA256 string `yaml:"sha256"`
+	// Banks are the banks the key may use; "*" is every bank.
+	Banks []string `yaml:"banks"`
+	// Scopes are read, write and admin.
 	Scopes []string `yaml:"scopes"`
 }
 
 // LLM configures the language-model provider.
 type LLM struct {
-	Provider    string        `yaml:"provider"` // offline or openai
-	BaseURL     string        `yaml:"base_url"`
-	APIKey      string        `yaml:"api_key"`
-	Model       string        `yaml:"model"`
-	Concurrency int           `yaml:"concurrency"`
-	Timeout     time.Duration `yaml:"timeout"`
-	MaxRetries  int           `yaml:"max_retries"`
+	// Provider is offline (the built-in extractor and rules) or openai (any
+	// OpenAI-compatible chat server).
+	Provider string `yaml:"provider"`
+	// BaseURL, APIKey and Model address the openai provider.
+	BaseURL string `yaml:"base_url"`
+	APIKey  string `yaml:"api_key"`
+	Model   string `yaml:"model"`
+	// Concurrency is how many LLM calls run at once in this process,
+	// shared by extraction, reflect and consolidation (live calls first).
+	Concurrency int `yaml:"concurrency"`
+	// Timeout bounds one LLM call.
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxRetries bounds the retries of one call after a transient
+	// failure (429, 5xx, timeouts).
+	MaxRetries int `yaml:"max_retries"`
 	// ChunksPerCall is how many chunks one extraction call carries.
 	ChunksPerCall int `yaml:"chunks_per_call"`
 }
 
 // Embed configures the embedding provider.
 type Embed struct {
-	Provider  string `yaml:"provider"` // local, hash or openai
-	BaseURL   string `yaml:"base_url"`
-	APIKey    string `yaml:"api_key"`
-	Model     string `yaml:"model"`
-	Dim       int    `yaml:"dim"`
-	BatchSize int    `yaml:"batch_size"`
-	CacheSize int    `yaml:"cache_size"`
+	// Provider is local (the in-process multilingual model), hash (hashed
+	// n-grams, for tests) or openai (an OpenAI-compatible server).
+	Provider string `yaml:"provider"`
+	// BaseURL, APIKey and Model address the openai provider.
+	BaseURL string `yaml:"base_url"`
+	APIKey  string `yaml:"api_key"`
+	Model   string `yaml:"model"`
+	// Dim is the vector size; a database keeps the one it was made with.
+	Dim int `yaml:"dim"`
+	// BatchSize is how many texts one embedding request carries.
+	BatchSize int `yaml:"batch_size"`
+	// CacheSize is the LRU of vectors by text and kind.
+	CacheSize int `yaml:"cache_size"`
 	// QueryPrefix and DocumentPrefix are prepended to query and document
 	// texts. PrefixAuto means the provider's own default: the local model's
 	// instruction prefixes, none for hash and openai.
@@ -172,22 +218,33 @@ const PrefixAuto = "auto"
 
 // Rerank configures the optional cross-encoder.
 type Rerank struct {
-	Provider string        `yaml:"provider"` // none or http
-	URL      string        `yaml:"url"`
-	APIKey   string        `yaml:"api_key"`
-	Model    string        `yaml:"model"`
-	Timeout  time.Duration `yaml:"timeout"`
+	// Provider is none or http (a cross-encoder behind a rerank endpoint).
+	Provider string `yaml:"provider"`
+	// URL, APIKey and Model address the http reranker.
+	URL    string `yaml:"url"`
+	APIKey string `yaml:"api_key"`
+	Model  string `yaml:"model"`
+	// Timeout bounds one rerank call; a failed or late rerank keeps the
+	// fused order.
+	Timeout time.Duration `yaml:"timeout"`
 }
 
 // Pipeline sizes the ingest stages.
 type Pipeline struct {
-	ChunkMaxChars  int           `yaml:"chunk_max_chars"`
-	BatchSize      int           `yaml:"batch_size"`
-	BatchWait      time.Duration `yaml:"batch_wait"`
-	ChannelSize    int           `yaml:"channel_size"`
-	ExtractWorkers int           `yaml:"extract_workers"`
-	PersistWorkers int           `yaml:"persist_workers"`
-	MaxRetries     int           `yaml:"max_retries"`
+	// ChunkMaxChars is the largest chunk.
+	ChunkMaxChars int `yaml:"chunk_max_chars"`
+	// BatchSize and BatchWait shape extract and persist batches: a batch
+	// closes when full or this long after its first record.
+	BatchSize int           `yaml:"batch_size"`
+	BatchWait time.Duration `yaml:"batch_wait"`
+	// ChannelSize bounds each lane's input channel.
+	ChannelSize int `yaml:"channel_size"`
+	// PersistWorkers is how many shared lanes run; a key always goes to
+	// the same lane, so a conversation stays in order.
+	PersistWorkers int `yaml:"persist_workers"`
+	// MaxRetries bounds retries of a record whose failure is neither
+	// transient nor an outage before it is dead-lettered.
+	MaxRetries int `yaml:"max_retries"`
 	// MaxFactsPerEvent bounds the facts one event persists in one
 	// transaction; a larger event is persisted in further units of at most
 	// this many facts, never truncated.
@@ -212,20 +269,29 @@ type Pipeline struct {
 
 // Defense holds the default defense policy for banks without their own.
 type Defense struct {
-	DefaultAction string `yaml:"default_action"` // allow, redact, block
-	EnableEmail   bool   `yaml:"enable_email"`
-	EnablePhone   bool   `yaml:"enable_phone"`
+	// DefaultAction is allow, redact or block.
+	DefaultAction string `yaml:"default_action"`
+	// EnableEmail and EnablePhone add e-mail addresses and phone numbers
+	// to the findings (off: they are kept as written).
+	EnableEmail bool `yaml:"enable_email"`
+	EnablePhone bool `yaml:"enable_phone"`
 	// AuditSalt salts the fingerprints of audited findings.
 	AuditSalt string `yaml:"audit_salt"`
 }
 
 // Consolidation configures the background workers.
 type Consolidation struct {
-	Enabled       bool          `yaml:"enabled"`
-	Workers       int           `yaml:"workers"`
-	BatchSize     int           `yaml:"batch_size"`
-	PollInterval  time.Duration `yaml:"poll_interval"`
-	RatePerSecond float64       `yaml:"rate_per_second"`
+	// Enabled runs the worker in processes with the worker role.
+	Enabled bool `yaml:"enabled"`
+	// Workers is how many consolidation jobs (banks) run at once.
+	Workers int `yaml:"workers"`
+	// BatchSize is how many facts one batch adjudicates and applies in one
+	// transaction.
+	BatchSize int `yaml:"batch_size"`
+	// PollInterval is how often an idle worker looks for queued banks.
+	PollInterval time.Duration `yaml:"poll_interval"`
+	// RatePerSecond caps facts adjudicated per second; 0 is no cap.
+	RatePerSecond float64 `yaml:"rate_per_second"`
 	// MentalModelMinInterval bounds how often a mental model is refreshed.
 	MentalModelMinInterval time.Duration `yaml:"mental_model_min_interval"`
 	// MaxDrain bounds one consolidation job: past it the drain stops after
@@ -242,9 +308,13 @@ type Consolidation struct {
 
 // Reflect configures the reflect agent loop.
 type Reflect struct {
-	MaxIterations int           `yaml:"max_iterations"`
-	Timeout       time.Duration `yaml:"timeout"`
-	ContextTokens int           `yaml:"context_tokens"`
+	// MaxIterations bounds the agent loop's tool rounds.
+	MaxIterations int `yaml:"max_iterations"`
+	// Timeout bounds one reflect.
+	Timeout time.Duration `yaml:"timeout"`
+	// ContextTokens bounds the memories the loop puts in the model's
+	// context, counted with the recall budget's tokenizer.
+	ContextTokens int `yaml:"context_tokens"`
 }
 
 // Default returns the configuration used with no file, environment or flags.
@@ -290,7 +360,6 @@ func Default() Config {
 			BatchSize:      256,
 			BatchWait:      50 * time.Millisecond,
 			ChannelSize:    1024,
-			ExtractWorkers: 2,
 			PersistWorkers: 2,
 			MaxRetries:     5,
 			// A 3000-character chunk holds at most ~1500 sentences; 2000
@@ -490,7 +559,6 @@ func (c *Config) Validate() error {
 	add(positive("pipeline.batch_size", c.Pipeline.BatchSize))
 	add(positiveDur("pipeline.batch_wait", c.Pipeline.BatchWait))
 	add(positive("pipeline.channel_size", c.Pipeline.ChannelSize))
-	add(positive("pipeline.extract_workers", c.Pipeline.ExtractWorkers))
 	add(positive("pipeline.persist_workers", c.Pipeline.PersistWorkers))
 	add(positive("pipeline.max_facts_per_event", c.Pipeline.MaxFactsPerEvent))
 	add(positive("pipeline.max_facts_per_chunk", c.Pipeline.MaxFactsPerChunk))

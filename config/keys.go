@@ -17,6 +17,9 @@ type leaf struct {
 	key   string // e.g. "kafka.embedded_addr"
 	env   string // e.g. "MEMSTREAM_KAFKA_EMBEDDED_ADDR"
 	value reflect.Value
+	// owner and field name the struct field, for the reference's comments.
+	owner reflect.Type
+	field string
 }
 
 // leaves walks the struct by its yaml tags so the key names, the
@@ -44,6 +47,8 @@ func leaves(cfg *Config) []leaf {
 				key:   key,
 				env:   "MEMSTREAM_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_")),
 				value: fv,
+				owner: t,
+				field: t.Field(i).Name,
 			})
 		}
 	}
