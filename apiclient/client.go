@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -25,10 +26,19 @@ type Client struct {
 	http  *http.Client
 }
 
-// New returns a client of the server at base; empty base means
-// $MEMSTREAM_API_URL, else http://$MEMSTREAM_HTTP_ADDR, else
-// http://127.0.0.1:8888. The bearer key comes from $MEMSTREAM_API_KEY.
-func New(base string) *Client {
+// Config says which server a Client calls.
+type Config struct {
+	// Base is the server's base URL; empty means $MEMSTREAM_API_URL, else
+	// http://$MEMSTREAM_HTTP_ADDR, else http://127.0.0.1:8888.
+	Base string
+	// Token is the bearer key; empty means $MEMSTREAM_API_KEY.
+	Token string
+}
+
+// New returns a client of the server at cfg.Base. It has no dependencies,
+// so it takes cfg alone.
+func New(cfg Config) (*Client, error) {
+	base := cfg.Base
 	if base == "" {
 		base = os.Getenv("MEMSTREAM_API_URL")
 	}
@@ -39,7 +49,14 @@ func New(base string) *Client {
 		}
 		base = "http://" + addr
 	}
-	return &Client{base: strings.TrimRight(base, "/"), token: os.Getenv("MEMSTREAM_API_KEY"), http: &http.Client{Timeout: 120 * time.Second}}
+	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("api url %q: want http(s)://host[:port]", base)
+	}
+	token := cfg.Token
+	if token == "" {
+		token = os.Getenv("MEMSTREAM_API_KEY")
+	}
+	return &Client{base: strings.TrimRight(base, "/"), token: token, http: &http.Client{Timeout: 120 * time.Second}}, nil
 }
 
 // Base is the server's base URL.

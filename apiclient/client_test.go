@@ -30,7 +30,10 @@ func TestCallSendsKeyAndNamesAPIErrors(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"echo": body["q"]})
 	}))
 	defer srv.Close()
-	c := New(srv.URL + "/")
+	c, err := New(Config{Base: srv.URL + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if c.Base() != srv.URL {
 		t.Errorf("Base = %q, want the URL without the trailing slash", c.Base())
 	}
@@ -38,7 +41,7 @@ func TestCallSendsKeyAndNamesAPIErrors(t *testing.T) {
 	if err := c.Call(context.Background(), "POST", "/ok", map[string]string{"q": "hi"}, &out); err != nil || out.Echo != "hi" {
 		t.Fatalf("Call = %v, %+v", err, out)
 	}
-	err := c.Call(context.Background(), "GET", "/bad", nil, nil)
+	err = c.Call(context.Background(), "GET", "/bad", nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "400 bad_request: query is required") {
 		t.Fatalf("API error = %v, want its code and message", err)
 	}
@@ -47,13 +50,27 @@ func TestCallSendsKeyAndNamesAPIErrors(t *testing.T) {
 func TestNewDefaultsFromEnvironment(t *testing.T) {
 	t.Setenv("MEMSTREAM_API_URL", "")
 	t.Setenv("MEMSTREAM_HTTP_ADDR", "127.0.0.1:9999")
-	if got := New("").Base(); got != "http://127.0.0.1:9999" {
+	if got := mustNew(t, Config{}).Base(); got != "http://127.0.0.1:9999" {
 		t.Errorf("Base = %q", got)
 	}
 	t.Setenv("MEMSTREAM_API_URL", "http://api.example:1/")
-	if got := New("").Base(); got != "http://api.example:1" {
+	if got := mustNew(t, Config{}).Base(); got != "http://api.example:1" {
 		t.Errorf("Base = %q", got)
 	}
+	for _, bad := range []string{"127.0.0.1:8888", "ftp://x", "http://"} {
+		if _, err := New(Config{Base: bad}); err == nil {
+			t.Errorf("New(%q) accepted a base that is no http(s) URL", bad)
+		}
+	}
+}
+
+func mustNew(t *testing.T, cfg Config) *Client {
+	t.Helper()
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func TestWriters(t *testing.T) {

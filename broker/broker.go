@@ -113,18 +113,33 @@ func EnsureTopics(ctx context.Context, cl *kgo.Client, partitions int32, topics 
 	return nil
 }
 
+// ProducerDeps are what a producer reports to.
+type ProducerDeps struct {
+	// Hooks observe the client (e.g. kprom metrics); optional.
+	Hooks []kgo.Hook
+}
+
+// ProducerConfig says which cluster a producer writes to.
+type ProducerConfig struct {
+	Brokers  []string
+	ClientID string
+}
+
 // NewProducer returns a client for producing events: idempotent, acks=all,
 // so a record it reports as written is durably in the log.
-func NewProducer(brokers []string, clientID string, extra ...kgo.Opt) (*kgo.Client, error) {
+func NewProducer(deps ProducerDeps, cfg ProducerConfig) (*kgo.Client, error) {
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(brokers...),
-		kgo.ClientID(clientID),
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ClientID(cfg.ClientID),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(5 * time.Millisecond),
 		kgo.ProducerBatchMaxBytes(16 << 20),
 		kgo.MaxBufferedRecords(100000),
 	}
-	return kgo.NewClient(append(opts, extra...)...)
+	for _, h := range deps.Hooks {
+		opts = append(opts, kgo.WithHooks(h))
+	}
+	return kgo.NewClient(opts...)
 }
 
 // Dead-letter header names (SPEC §3).
@@ -143,9 +158,26 @@ type DeadLetters struct {
 	topic string
 }
 
-// NewDeadLetters writes to topic through cl.
-func NewDeadLetters(cl *kgo.Client, topic string) *DeadLetters {
-	return &DeadLetters{cl: cl, topic: topic}
+// DeadLetterDeps are what DeadLetters writes through.
+type DeadLetterDeps struct {
+	// Client produces the dead letters (a NewProducer client: acks=all).
+	Client *kgo.Client
+}
+
+// DeadLetterConfig names the dead-letter topic.
+type DeadLetterConfig struct {
+	Topic string
+}
+
+// NewDeadLetters writes to cfg.Topic through deps.Client.
+func NewDeadLetters(deps DeadLetterDeps, cfg DeadLetterConfig) (*DeadLetters, error) {
+	if deps.Client == nil {
+		return nil, fmt.Errorf("broker: dead letters: nil client")
+	}
+	if cfg.Topic == "" {
+		return nil, fmt.Errorf("broker: dead letters: empty topic")
+	}
+	return &DeadLetters{cl: deps.Client, topic: cfg.Topic}, nil
 }
 
 // DeadLetter produces the record with its original key, value and headers

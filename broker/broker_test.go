@@ -22,11 +22,14 @@ func TestEmbeddedBrokerKeepsEventsAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prod, err := NewProducer([]string{e.Addr()}, "t")
+	prod, err := NewProducer(ProducerDeps{}, ProducerConfig{Brokers: []string{e.Addr()}, ClientID: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := NewPublisher(prod, "ev")
+	pub, err := NewPublisher(PublisherDeps{Client: prod}, PublisherConfig{Topic: "ev"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	events := []event.Event{
@@ -73,7 +76,7 @@ func TestEnsureTopicsIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	cl, err := NewProducer([]string{e.Addr()}, "t")
+	cl, err := NewProducer(ProducerDeps{}, ProducerConfig{Brokers: []string{e.Addr()}, ClientID: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,12 @@ type DeadLetterArchive struct {
 	MaxScan int
 }
 
+// ArchiveDeps are what a DeadLetterArchive replays through.
+type ArchiveDeps struct {
+	// Client produces the replays (a NewProducer client: acks=all).
+	Client *kgo.Client
+}
+
 // ArchiveConfig says where a DeadLetterArchive reads and replays.
 type ArchiveConfig struct {
 	// Brokers and ClientID are those of the archive's own consumer.
@@ -47,9 +53,15 @@ type ArchiveConfig struct {
 }
 
 // NewDeadLetterArchive reads cfg.DLQTopic through a consumer of its own
-// and produces replays through cl.
-func NewDeadLetterArchive(cl *kgo.Client, cfg ArchiveConfig) *DeadLetterArchive {
-	return &DeadLetterArchive{cl: cl, brokers: cfg.Brokers, clientID: cfg.ClientID, topic: cfg.DLQTopic, defaultTopic: cfg.DefaultTopic, MaxScan: 20000}
+// and produces replays through deps.Client.
+func NewDeadLetterArchive(deps ArchiveDeps, cfg ArchiveConfig) (*DeadLetterArchive, error) {
+	if deps.Client == nil {
+		return nil, fmt.Errorf("broker: dead-letter archive: nil client")
+	}
+	if cfg.DLQTopic == "" {
+		return nil, fmt.Errorf("broker: dead-letter archive: empty dead-letter topic")
+	}
+	return &DeadLetterArchive{cl: deps.Client, brokers: cfg.Brokers, clientID: cfg.ClientID, topic: cfg.DLQTopic, defaultTopic: cfg.DefaultTopic, MaxScan: 20000}, nil
 }
 
 // findSlack is how long before the database row's time the search starts:

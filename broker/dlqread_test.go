@@ -19,21 +19,27 @@ func TestDeadLetterArchiveFind(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer kafka.Close()
-	cl, err := NewProducer([]string{kafka.Addr()}, "test")
+	cl, err := NewProducer(ProducerDeps{}, ProducerConfig{Brokers: []string{kafka.Addr()}, ClientID: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dl := NewDeadLetters(cl, "src.dlq")
+	dl, err := NewDeadLetters(DeadLetterDeps{Client: cl}, DeadLetterConfig{Topic: "src.dlq"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 30 {
 		src := &kgo.Record{Topic: "src", Partition: int32(i % 3), Offset: int64(i), Key: []byte{byte('a' + i%26)}, Value: []byte{byte(i)}}
 		if err := dl.DeadLetter(ctx, src, &event.Error{Class: event.ClassSchema, Stage: "decode", Msg: "bad"}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	a := NewDeadLetterArchive(cl, ArchiveConfig{Brokers: []string{kafka.Addr()}, ClientID: "test-reader", DLQTopic: "src.dlq", DefaultTopic: "src"})
+	a, err := NewDeadLetterArchive(ArchiveDeps{Client: cl}, ArchiveConfig{Brokers: []string{kafka.Addr()}, ClientID: "test-reader", DLQTopic: "src.dlq", DefaultTopic: "src"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	got, err := a.Find(ctx, "src", 2, 17, time.Now())
 	if err != nil {
 		t.Fatal(err)

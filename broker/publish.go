@@ -16,8 +16,27 @@ type Publisher struct {
 	topic string
 }
 
-// NewPublisher produces to topic through cl.
-func NewPublisher(cl *kgo.Client, topic string) *Publisher { return &Publisher{cl: cl, topic: topic} }
+// PublisherDeps are what a Publisher produces through.
+type PublisherDeps struct {
+	// Client produces the events (a NewProducer client: acks=all).
+	Client *kgo.Client
+}
+
+// PublisherConfig names the events topic.
+type PublisherConfig struct {
+	Topic string
+}
+
+// NewPublisher produces to cfg.Topic through deps.Client.
+func NewPublisher(deps PublisherDeps, cfg PublisherConfig) (*Publisher, error) {
+	if deps.Client == nil {
+		return nil, fmt.Errorf("broker: publisher: nil client")
+	}
+	if cfg.Topic == "" {
+		return nil, fmt.Errorf("broker: publisher: empty topic")
+	}
+	return &Publisher{cl: deps.Client, topic: cfg.Topic}, nil
+}
 
 // RecordKey is the recommended record key, bank_id/document_id: records of
 // one conversation land on one partition and keep their order.

@@ -24,7 +24,10 @@ const (
 // even ones belong to bank alice, odd ones to bob, each with a trace header.
 func seedDLQ(t *testing.T, cl *kgo.Client, n int) {
 	t.Helper()
-	dl := NewDeadLetters(cl, tDLQ)
+	dl, err := NewDeadLetters(DeadLetterDeps{Client: cl}, DeadLetterConfig{Topic: tDLQ})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < n; i++ {
 		bank := "alice"
 		if i%2 == 1 {
@@ -70,7 +73,7 @@ func TestReplayDLQ(t *testing.T) {
 	}
 	defer c.Close()
 	brokers := c.ListenAddrs()
-	cl, err := NewProducer(brokers, "test")
+	cl, err := NewProducer(ProducerDeps{}, ProducerConfig{Brokers: brokers, ClientID: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -52,6 +53,18 @@ type Log struct {
 	Level string `yaml:"level"`
 	// Format is text or json.
 	Format string `yaml:"format"`
+}
+
+// NewLogger returns the process's logger writing to w at log.level, as
+// JSON when log.format is json and as text otherwise.
+func (l Log) NewLogger(w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(l.Level))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if l.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // Kafka configures the broker connection and the ingest consumer.

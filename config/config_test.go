@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -144,5 +145,19 @@ func TestMissingFile(t *testing.T) {
 	_, err := Load(filepath.Join(t.TempDir(), "nope.yml"), nil, nil)
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestLogNewLogger(t *testing.T) {
+	var b bytes.Buffer
+	Log{Level: "warn", Format: "json"}.NewLogger(&b).Info("dropped")
+	Log{Level: "warn", Format: "json"}.NewLogger(&b).Warn("kept")
+	if got := b.String(); strings.Contains(got, "dropped") || !strings.HasPrefix(got, `{"time"`) || !strings.Contains(got, `"msg":"kept"`) {
+		t.Errorf("json logger at warn wrote %q", got)
+	}
+	b.Reset()
+	Log{}.NewLogger(&b).Info("hello")
+	if got := b.String(); !strings.Contains(got, "level=INFO msg=hello") {
+		t.Errorf("default logger wrote %q", got)
 	}
 }

@@ -37,9 +37,20 @@ type Cached struct {
 	misses atomic.Uint64
 }
 
-// NewCached wraps inner with a cache of at most size vectors (each Dim*4
-// bytes).
-func NewCached(inner Embedder, size int) (*Cached, error) {
+// CachedDeps is the embedder a Cached wraps.
+type CachedDeps struct {
+	Inner Embedder
+}
+
+// CachedConfig sizes the cache.
+type CachedConfig struct {
+	// Size is the most vectors kept (each Dim*4 bytes); embed.cache_size.
+	Size int
+}
+
+// NewCached wraps deps.Inner with a cache of at most cfg.Size vectors.
+func NewCached(deps CachedDeps, cfg CachedConfig) (*Cached, error) {
+	inner, size := deps.Inner, cfg.Size
 	if inner == nil {
 		return nil, fmt.Errorf("embed: cached: nil inner embedder")
 	}

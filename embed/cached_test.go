@@ -27,7 +27,7 @@ func (c *countingEmbedder) Dim() int { return c.inner.Dim() }
 func TestCachedOnlyMisses(t *testing.T) {
 	t.Parallel()
 	inner := &countingEmbedder{inner: newHash(t, 64)}
-	c, err := NewCached(inner, 100)
+	c, err := NewCached(CachedDeps{Inner: inner}, CachedConfig{Size: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,14 +72,14 @@ func TestCachedOnlyMisses(t *testing.T) {
 
 func TestCachedName(t *testing.T) {
 	t.Parallel()
-	c, err := NewCached(newHash(t, 0), 1)
+	c, err := NewCached(CachedDeps{Inner: newHash(t, 0)}, CachedConfig{Size: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Name() != "hash" {
 		t.Errorf("Name() = %q, want the inner provider's", c.Name())
 	}
-	if _, err := NewCached(newHash(t, 0), 0); err == nil {
+	if _, err := NewCached(CachedDeps{Inner: newHash(t, 0)}, CachedConfig{Size: 0}); err == nil {
 		t.Error("size 0: want error")
 	}
 }
@@ -89,7 +89,7 @@ func TestCachedName(t *testing.T) {
 func TestCachedKeysByKind(t *testing.T) {
 	t.Parallel()
 	inner := &countingEmbedder{inner: newHash(t, 64)}
-	c, err := NewCached(inner, 100)
+	c, err := NewCached(CachedDeps{Inner: inner}, CachedConfig{Size: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

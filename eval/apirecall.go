@@ -81,9 +81,15 @@ type provenanceCache struct {
 	sources map[string][]Evidence // bank + "/" + observation id
 }
 
-// NewAPIRecaller returns a recaller for cfg that calls through client
-// (nil: a client of its own).
-func NewAPIRecaller(client *http.Client, cfg APIRecallerConfig) (*APIRecaller, error) {
+// APIRecallerDeps is the HTTP client an APIRecaller calls through.
+type APIRecallerDeps struct {
+	// Client is optional: nil means a client of its own.
+	Client *http.Client
+}
+
+// NewAPIRecaller returns a recaller for cfg that calls through deps.Client.
+func NewAPIRecaller(deps APIRecallerDeps, cfg APIRecallerConfig) (*APIRecaller, error) {
+	client := deps.Client
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err

@@ -31,7 +31,7 @@ func TestAPIRecallerRequestAndMapping(t *testing.T) {
 		]}`))
 	}))
 	defer srv.Close()
-	r, err := NewAPIRecaller(srv.Client(), APIRecallerConfig{BaseURL: srv.URL + "/", Token: "k1", MaxTokens: 900,
+	r, err := NewAPIRecaller(APIRecallerDeps{Client: srv.Client()}, APIRecallerConfig{BaseURL: srv.URL + "/", Token: "k1", MaxTokens: 900,
 		Arms: []string{"keyword"}, Fusion: "interleave", Types: []string{"world"}})
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func TestAPIRecallerOmitsUnsetFields(t *testing.T) {
 		_, _ = w.Write([]byte(`{"results":[]}`))
 	}))
 	defer srv.Close()
-	r, err := NewAPIRecaller(nil, APIRecallerConfig{BaseURL: srv.URL})
+	r, err := NewAPIRecaller(APIRecallerDeps{}, APIRecallerConfig{BaseURL: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestAPIRecallerErrors(t *testing.T) {
 		_, _ = w.Write([]byte(`{"error":{"code":"invalid_request","message":"arms: unknown arm \"x\""}}`))
 	}))
 	defer srv.Close()
-	r, err := NewAPIRecaller(nil, APIRecallerConfig{BaseURL: srv.URL})
+	r, err := NewAPIRecaller(APIRecallerDeps{}, APIRecallerConfig{BaseURL: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestAPIRecallerConfigValidate(t *testing.T) {
 		{BaseURL: "http://x", Fusion: "sum"},
 		{BaseURL: "http://x", MaxTokens: -1},
 	} {
-		if _, err := NewAPIRecaller(nil, c); err == nil {
+		if _, err := NewAPIRecaller(APIRecallerDeps{}, c); err == nil {
 			t.Errorf("NewAPIRecaller(%+v) accepted a bad config", c)
 		}
 	}
@@ -221,7 +221,7 @@ func TestAPIRecallerResolvesObservationSources(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	r, err := NewAPIRecaller(nil, APIRecallerConfig{BaseURL: srv.URL})
+	r, err := NewAPIRecaller(APIRecallerDeps{}, APIRecallerConfig{BaseURL: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,7 +184,7 @@ func RunBenchmark(ctx context.Context, cfg BenchmarkConfig) (*Outcome, error) {
 	}
 	// One recaller, derived per variant, so that an observation's evidence
 	// is looked up once for the whole run; its client also polls the stats.
-	api, err := NewAPIRecaller(nil, APIRecallerConfig{BaseURL: cfg.BaseURL, Token: cfg.Token, MaxTokens: cfg.MaxTokens})
+	api, err := NewAPIRecaller(APIRecallerDeps{}, APIRecallerConfig{BaseURL: cfg.BaseURL, Token: cfg.Token, MaxTokens: cfg.MaxTokens})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/google/uuid"
@@ -26,8 +27,18 @@ type StoreResolver struct {
 	r   *resolve.Resolver
 }
 
-// NewStoreResolver builds a resolver with the default thresholds.
-func NewStoreResolver(src CandidateSource) (*StoreResolver, error) {
+// StoreResolverDeps are where a StoreResolver finds a bank's entities.
+type StoreResolverDeps struct {
+	Source CandidateSource
+}
+
+// NewStoreResolver builds a resolver with the default thresholds. It has
+// nothing to configure, so it takes deps alone.
+func NewStoreResolver(deps StoreResolverDeps) (*StoreResolver, error) {
+	if deps.Source == nil {
+		return nil, fmt.Errorf("pipeline: store resolver: nil source")
+	}
+	src := deps.Source
 	r, err := resolve.New(resolve.Config{})
 	if err != nil {
 		return nil, err

@@ -268,7 +268,7 @@ func TestProviderOutagesStallIngest(t *testing.T) {
 			return options{embedder: &failingEmbedder{inner: mustLocal(t), o: o}}
 		}, true},
 		{"resolver errors", errors.New("entity candidates: conn closed"), func(h *harness, o *outage) options {
-			res, err := pipeline.NewStoreResolver(h.st)
+			res, err := pipeline.NewStoreResolver(pipeline.StoreResolverDeps{Source: h.st})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -77,7 +77,7 @@ func (h *harness) newPipeline(o options) *pipeline.Pipeline {
 	}
 	var res pipeline.EntityResolver = o.resolver
 	if res == nil {
-		sr, err := pipeline.NewStoreResolver(h.st)
+		sr, err := pipeline.NewStoreResolver(pipeline.StoreResolverDeps{Source: h.st})
 		if err != nil {
 			h.t.Fatal(err)
 		}
@@ -85,7 +85,11 @@ func (h *harness) newPipeline(o options) *pipeline.Pipeline {
 	}
 	var dl pipeline.DeadLetterWriter = o.deadLetter
 	if dl == nil {
-		dl = broker.NewDeadLetters(h.prod, dlq)
+		bdl, err := broker.NewDeadLetters(broker.DeadLetterDeps{Client: h.prod}, broker.DeadLetterConfig{Topic: dlq})
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		dl = bdl
 	}
 	if o.extractor == nil {
 		o.extractor = extract.NewOffline(extract.OfflineConfig{})
@@ -100,8 +104,12 @@ func (h *harness) newPipeline(o options) *pipeline.Pipeline {
 	if o.config != nil {
 		o.config(&pcfg)
 	}
+	policies, err := pipeline.NewCachedPolicies(pipeline.PolicyDeps{Loader: h.st}, pipeline.PolicyConfig{Base: defense.DefaultPolicy(), TTL: time.Second})
+	if err != nil {
+		h.t.Fatal(err)
+	}
 	p, err := pipeline.New(pipeline.Deps{
-		Gate: gate, Policies: pipeline.NewCachedPolicies(h.st, defense.DefaultPolicy(), time.Second),
+		Gate: gate, Policies: policies,
 		Extractor: o.extractor, Embedder: emb, Resolver: res, Store: o.persister,
 		DeadLetter: dl, Logger: h.log, Registerer: o.reg,
 	}, pcfg)

@@ -68,7 +68,7 @@ func newHarnessURL(t *testing.T, url string) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	prod, err := broker.NewProducer(c.ListenAddrs(), "test-producer")
+	prod, err := broker.NewProducer(broker.ProducerDeps{}, broker.ProducerConfig{Brokers: c.ListenAddrs(), ClientID: "test-producer"})
 	if err != nil {
 		t.Fatal(err)
 	}

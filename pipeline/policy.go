@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -31,10 +32,27 @@ type cachedPolicy struct {
 	expires time.Time
 }
 
-// NewCachedPolicies uses base for banks that have no policy of their own
-// and overlays a bank's stored policy on it.
-func NewCachedPolicies(loader PolicyLoader, base defense.Policy, ttl time.Duration) *CachedPolicies {
-	return &CachedPolicies{loader: loader, base: base, ttl: ttl, entries: map[string]cachedPolicy{}}
+// PolicyDeps are where CachedPolicies reads banks' policies.
+type PolicyDeps struct {
+	Loader PolicyLoader
+}
+
+// PolicyConfig is the policy of banks without one and how long a bank's
+// policy is cached.
+type PolicyConfig struct {
+	// Base is used for banks that have no policy of their own; a bank's
+	// stored policy is overlaid on it.
+	Base defense.Policy
+	// TTL is how long a bank's effective policy is served from the cache.
+	TTL time.Duration
+}
+
+// NewCachedPolicies serves deps.Loader's policies overlaid on cfg.Base.
+func NewCachedPolicies(deps PolicyDeps, cfg PolicyConfig) (*CachedPolicies, error) {
+	if deps.Loader == nil {
+		return nil, fmt.Errorf("pipeline: cached policies: nil loader")
+	}
+	return &CachedPolicies{loader: deps.Loader, base: cfg.Base, ttl: cfg.TTL, entries: map[string]cachedPolicy{}}, nil
 }
 
 // Policy returns the effective policy of a bank. A stored policy that does

@@ -22,7 +22,10 @@ import (
 func TestDLQReplayedTwiceStoresOnce(t *testing.T) {
 	h := newHarness(t)
 	const n = 12
-	dl := broker.NewDeadLetters(h.prod, dlq)
+	dl, err := broker.NewDeadLetters(broker.DeadLetterDeps{Client: h.prod}, broker.DeadLetterConfig{Topic: dlq})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < n; i++ {
 		v, _ := json.Marshal(map[string]any{"bank_id": "rita", "document_id": fmt.Sprintf("conv-%d", i),
 			"messages": []map[string]string{{"role": "user", "name": "Alice", "content": fmt.Sprintf("I booked flight number QX%05d to Lisbon for the conference.", i)}}})

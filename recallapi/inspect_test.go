@@ -245,7 +245,7 @@ func TestDeadLetterRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer kafka.Close()
-	prod, err := broker.NewProducer([]string{kafka.Addr()}, "test-producer")
+	prod, err := broker.NewProducer(broker.ProducerDeps{}, broker.ProducerConfig{Brokers: []string{kafka.Addr()}, ClientID: "test-producer"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,13 +255,20 @@ func TestDeadLetterRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t, envOpts{})
-	e.srv.d.DeadLetters = broker.NewDeadLetterArchive(prod, broker.ArchiveConfig{Brokers: []string{kafka.Addr()}, ClientID: "test-console",
+	archive, err := broker.NewDeadLetterArchive(broker.ArchiveDeps{Client: prod}, broker.ArchiveConfig{Brokers: []string{kafka.Addr()}, ClientID: "test-console",
 		DLQTopic: "memstream.events.dlq", DefaultTopic: "memstream.events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv.d.DeadLetters = archive
 	e.srv.d.Redact = scanner.RedactAll
 	ctx := t.Context()
 
 	// Dead-letter two records as the pipeline does: to the topic, then the row.
-	dl := broker.NewDeadLetters(prod, "memstream.events.dlq")
+	dl, err := broker.NewDeadLetters(broker.DeadLetterDeps{Client: prod}, broker.DeadLetterConfig{Topic: "memstream.events.dlq"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	values := []string{
 		`{"bank_id":"b1","event_id":"card","content":"card 4111 1111 1111 1111, mail a@example.com"}`,
 		`{"bank_id":"b1","event_id":"other","content":"fine"}`,

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -296,11 +298,15 @@ const (
 	qSaltGet    = `SELECT value FROM memstream_meta WHERE key = 'audit_salt'`
 )
 
-// AuditSalt returns the database's defense fingerprint salt, creating it
-// from candidate on first use: one salt for every replica, stable across
+// AuditSalt returns the database's defense fingerprint salt, creating a
+// random one on first use: one salt for every replica, stable across
 // restarts, so fingerprints stay comparable.
-func (s *Store) AuditSalt(ctx context.Context, candidate string) (string, error) {
-	if _, err := s.pool.Exec(ctx, qSaltInsert, candidate); err != nil {
+func (s *Store) AuditSalt(ctx context.Context) (string, error) {
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", fmt.Errorf("audit salt: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, qSaltInsert, hex.EncodeToString(raw[:])); err != nil {
 		return "", fmt.Errorf("audit salt: %w", err)
 	}
 	var v string

@@ -2,8 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -62,16 +61,6 @@ type app struct {
 	apiAddr chan string
 }
 
-func newLogger(cfg config.Config, w interface{ Write([]byte) (int, error) }) *slog.Logger {
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(cfg.Log.Level))
-	opts := &slog.HandlerOptions{Level: lvl}
-	if cfg.Log.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
 // openStore starts the managed PostgreSQL server when configured, connects
 // and migrates.
 func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.Store, *pgserver.Server, error) {
@@ -106,7 +95,7 @@ func commandStore(ctx context.Context, path string, sets overrides, stderr io.Wr
 	if err != nil {
 		return cfg, nil, nil, nil, err
 	}
-	log := newLogger(cfg, stderr)
+	log := cfg.Log.NewLogger(stderr)
 	st, pg, err := openStore(ctx, cfg, log)
 	closeAll := func() {
 		if st != nil {
@@ -157,7 +146,7 @@ func newEmbedder(cfg config.Config) (embed.Embedder, error) {
 	if cfg.Embed.CacheSize == 0 {
 		return inner, nil
 	}
-	return embed.NewCached(inner, cfg.Embed.CacheSize)
+	return embed.NewCached(embed.CachedDeps{Inner: inner}, embed.CachedConfig{Size: cfg.Embed.CacheSize})
 }
 
 // prefixes resolves embed.query_prefix and embed.document_prefix against the
@@ -193,12 +182,8 @@ func embedderKey(cfg config.Config) string {
 func newGate(ctx context.Context, cfg config.Config, st *store.Store, reg prometheus.Registerer, log *slog.Logger) (*defense.Gate, error) {
 	salt := cfg.Defense.AuditSalt
 	if salt == "" {
-		var raw [32]byte
-		if _, err := rand.Read(raw[:]); err != nil {
-			return nil, err
-		}
 		var err error
-		if salt, err = st.AuditSalt(ctx, hex.EncodeToString(raw[:])); err != nil {
+		if salt, err = st.AuditSalt(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -234,7 +219,7 @@ func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometh
 		brokers = []string{a.kafka.Addr()}
 	}
 	prodMetrics := kprom.NewMetrics("memstream_kafka", kprom.Registerer(reg), kprom.WithClientLabel())
-	a.prod, err = broker.NewProducer(brokers, cfg.Kafka.ClientID+"-producer", kgo.WithHooks(prodMetrics))
+	a.prod, err = broker.NewProducer(broker.ProducerDeps{Hooks: []kgo.Hook{prodMetrics}}, broker.ProducerConfig{Brokers: brokers, ClientID: cfg.Kafka.ClientID + "-producer"})
 	if err != nil {
 		return a, fmt.Errorf("kafka.brokers: %w", err)
 	}
@@ -257,7 +242,10 @@ func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometh
 	if err != nil {
 		return a, err
 	}
-	policies := pipeline.NewCachedPolicies(a.st, basePolicy(cfg), 5*time.Second)
+	policies, err := pipeline.NewCachedPolicies(pipeline.PolicyDeps{Loader: a.st}, pipeline.PolicyConfig{Base: basePolicy(cfg), TTL: 5 * time.Second})
+	if err != nil {
+		return a, err
+	}
 	var ex pipeline.Extractor
 	if rl.Ingest || rl.API {
 		if ex, err = newExtractor(cfg, llmGate, reg, log); err != nil {
@@ -265,12 +253,13 @@ func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometh
 		}
 	}
 	if rl.Ingest {
-		res, err := pipeline.NewStoreResolver(a.st)
-		if err != nil {
+		res, err := pipeline.NewStoreResolver(pipeline.StoreResolverDeps{Source: a.st})
+		dl, dlErr := broker.NewDeadLetters(broker.DeadLetterDeps{Client: a.prod}, broker.DeadLetterConfig{Topic: cfg.Kafka.DLQTopic})
+		if err = errors.Join(err, dlErr); err != nil {
 			return a, err
 		}
 		a.pipe, err = pipeline.New(pipeline.Deps{Gate: gate, Policies: policies, Extractor: ex, Embedder: emb, Resolver: res, Store: a.st,
-			DeadLetter: broker.NewDeadLetters(a.prod, cfg.Kafka.DLQTopic), Registerer: reg, Logger: log},
+			DeadLetter: dl, Registerer: reg, Logger: log},
 			pipeline.Config{
 				Lanes: cfg.Pipeline.PersistWorkers, ChannelSize: cfg.Pipeline.ChannelSize, BatchSize: cfg.Pipeline.BatchSize,
 				BatchWait: cfg.Pipeline.BatchWait, ChunkMaxChars: cfg.Pipeline.ChunkMaxChars, MaxEventBytes: cfg.Kafka.MaxEventBytes,
@@ -356,15 +345,16 @@ func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometh
 		// Dead letters are shown with every detector on, email and phone
 		// included, whatever the bank's policy.
 		redactor, err := defense.NewScanner(defense.ScannerConfig{EnableEmail: true, EnablePhone: true})
-		if err != nil {
+		pub, pubErr := broker.NewPublisher(broker.PublisherDeps{Client: a.prod}, broker.PublisherConfig{Topic: cfg.Kafka.Topics[0]})
+		archive, archiveErr := broker.NewDeadLetterArchive(broker.ArchiveDeps{Client: a.prod}, broker.ArchiveConfig{Brokers: brokers,
+			ClientID: cfg.Kafka.ClientID + "-console", DLQTopic: cfg.Kafka.DLQTopic, DefaultTopic: cfg.Kafka.Topics[0]})
+		if err = errors.Join(err, pubErr, archiveErr); err != nil {
 			return a, err
 		}
-		a.api, err = recallapi.New(recallapi.Deps{Store: a.st, Recaller: rc, Publisher: broker.NewPublisher(a.prod, cfg.Kafka.Topics[0]), Gate: gate,
+		a.api, err = recallapi.New(recallapi.Deps{Store: a.st, Recaller: rc, Publisher: pub, Gate: gate,
 			Ready: ready, Gatherer: reg, Registerer: reg, Logger: log, OnPolicyChange: policies.Invalidate,
 			Reflector: rf, Refresher: a.worker, Listener: a.st, Console: ui, Embedder: emb, Extractor: ex, CheckLLM: checkLLM,
-			DeadLetters: broker.NewDeadLetterArchive(a.prod, broker.ArchiveConfig{Brokers: brokers, ClientID: cfg.Kafka.ClientID + "-console",
-				DLQTopic: cfg.Kafka.DLQTopic, DefaultTopic: cfg.Kafka.Topics[0]}),
-			Redact: redactor.RedactAll}, recallapi.Config{
+			DeadLetters: archive, Redact: redactor.RedactAll}, recallapi.Config{
 			Addr: cfg.HTTP.Addr, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, RetainWait: cfg.HTTP.RetainWait, MaxEventBytes: cfg.Kafka.MaxEventBytes,
 			ReadTimeout: cfg.HTTP.ReadTimeout, WriteTimeout: cfg.HTTP.WriteTimeout, Auth: cfg.Auth, BasePolicy: basePolicy(cfg), Version: version,
 			OperationLease: cfg.HTTP.OperationLease, AllowPrivateWebhooks: cfg.Webhooks.AllowPrivate,

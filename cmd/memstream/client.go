@@ -30,7 +30,10 @@ func cmdRecall(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.Usage()
 		return fmt.Errorf("recall: --bank and a QUERY are required")
 	}
-	c := apiclient.New(*api)
+	c, err := apiclient.New(apiclient.Config{Base: *api})
+	if err != nil {
+		return err
+	}
 	var raw json.RawMessage
 	if err := c.Call(ctx, "POST", "/v1/default/banks/"+*bank+"/memories/recall", map[string]any{"query": query, "max_tokens": *maxTokens}, &raw); err != nil {
 		return err

@@ -31,7 +31,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg, stderr)
+	log := cfg.Log.NewLogger(stderr)
 	fmt.Fprintln(stdout, "== memstream demo: starting embedded Kafka and PostgreSQL (first start runs initdb) …")
 	p, err := serveInProcess(ctx, cfg, log)
 	if err != nil {
@@ -39,7 +39,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	addr := p.addr
 	fmt.Fprintf(stdout, "== web console on http://%s/console/\n", addr)
-	err = script.Run(ctx, demo.Deps{API: apiclient.New("http://" + addr), Producer: p.a.prod, Topic: cfg.Kafka.Topics[0], Progress: stderr}, stdout)
+	api, err := apiclient.New(apiclient.Config{Base: "http://" + addr})
+	if err == nil {
+		err = script.Run(ctx, demo.Deps{API: api, Producer: p.a.prod, Topic: cfg.Kafka.Topics[0], Progress: stderr}, stdout)
+	}
 	if err != nil || *exit {
 		if serr := p.stop(); err == nil {
 			err = serr

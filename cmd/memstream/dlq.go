@@ -38,7 +38,7 @@ func cmdDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	cl, err := broker.NewProducer(cfg.Kafka.Addrs(), cfg.Kafka.ClientID+"-dlq-replay")
+	cl, err := broker.NewProducer(broker.ProducerDeps{}, broker.ProducerConfig{Brokers: cfg.Kafka.Addrs(), ClientID: cfg.Kafka.ClientID + "-dlq-replay"})
 	if err != nil {
 		return fmt.Errorf("kafka.brokers: %w", err)
 	}

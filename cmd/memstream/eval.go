@@ -144,7 +144,7 @@ func runEval(ctx context.Context, opts evalRunOptions, stderr io.Writer) (*eval.
 		if bc.Out != nil {
 			fmt.Fprintln(bc.Out, "== starting memstream in process (embedded Kafka, PostgreSQL, HTTP API) …")
 		}
-		log := newLogger(opts.Config, stderr).With(slog.String("component", "eval"))
+		log := opts.Config.Log.NewLogger(stderr).With(slog.String("component", "eval"))
 		p, err := serveInProcess(ctx, opts.Config, log)
 		if err != nil {
 			return nil, err
@@ -158,7 +158,7 @@ func runEval(ctx context.Context, opts evalRunOptions, stderr io.Writer) (*eval.
 		prod = p.a.prod
 	} else if !bc.SkipIngest {
 		var err error
-		prod, err = broker.NewProducer(opts.Config.Kafka.Addrs(), opts.Config.Kafka.ClientID+"-eval")
+		prod, err = broker.NewProducer(broker.ProducerDeps{}, broker.ProducerConfig{Brokers: opts.Config.Kafka.Addrs(), ClientID: opts.Config.Kafka.ClientID + "-eval"})
 		if err != nil {
 			return nil, err
 		}

@@ -153,7 +153,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg, stderr)
+	log := cfg.Log.NewLogger(stderr)
 	a, err := start(ctx, cfg, rl, newRegistry(), log)
 	if err != nil {
 		return err

@@ -59,7 +59,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg, stderr).With("component", "mcp")
+	log := cfg.Log.NewLogger(stderr).With("component", "mcp")
 	base := *api
 	if base == "" {
 		base = os.Getenv("MEMSTREAM_API_URL")

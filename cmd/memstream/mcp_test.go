@@ -66,7 +66,7 @@ func startMemstream(t *testing.T) string {
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	var logs bytes.Buffer
-	a, err := start(ctx, cfg, config.AllRoles, newRegistry(), newLogger(cfg, &syncWriter{w: &logs}))
+	a, err := start(ctx, cfg, config.AllRoles, newRegistry(), cfg.Log.NewLogger(&syncWriter{w: &logs}))
 	if err != nil {
 		cancel()
 		t.Fatalf("start: %v", err)

@@ -37,7 +37,7 @@ func cmdProduce(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *topic == "" {
 		*topic = cfg.Kafka.Topics[0]
 	}
-	cl, err := broker.NewProducer(cfg.Kafka.Addrs(), cfg.Kafka.ClientID+"-produce")
+	cl, err := broker.NewProducer(broker.ProducerDeps{}, broker.ProducerConfig{Brokers: cfg.Kafka.Addrs(), ClientID: cfg.Kafka.ClientID + "-produce"})
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,10 @@ func cmdReflect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return fmt.Errorf("reflect --schema %s: not a JSON object: %w", *schemaFile, err)
 		}
 	}
-	c := apiclient.New(*api)
+	c, err := apiclient.New(apiclient.Config{Base: *api})
+	if err != nil {
+		return err
+	}
 	var raw json.RawMessage
 	if err := c.Call(ctx, "POST", "/v1/default/banks/"+url.PathEscape(*bank)+"/reflect", req, &raw); err != nil {
 		return err

@@ -390,7 +390,7 @@ func startRig(ctx context.Context, env *benchEnv, f IngestConfig, ex pipeline.Ex
 			rig.stop()
 		}
 	}()
-	rig.prod, err = broker.NewProducer(rig.cluster.ListenAddrs(), "bench-producer")
+	rig.prod, err = broker.NewProducer(broker.ProducerDeps{}, broker.ProducerConfig{Brokers: rig.cluster.ListenAddrs(), ClientID: "bench-producer"})
 	if err != nil {
 		return nil, err
 	}
@@ -404,7 +404,15 @@ func startRig(ctx context.Context, env *benchEnv, f IngestConfig, ex pipeline.Ex
 	if err != nil {
 		return nil, err
 	}
-	res, err := pipeline.NewStoreResolver(env.st)
+	res, err := pipeline.NewStoreResolver(pipeline.StoreResolverDeps{Source: env.st})
+	if err != nil {
+		return nil, err
+	}
+	policies, err := pipeline.NewCachedPolicies(pipeline.PolicyDeps{Loader: env.st}, pipeline.PolicyConfig{Base: env.deps.BasePolicy, TTL: 5 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	dl, err := broker.NewDeadLetters(broker.DeadLetterDeps{Client: rig.prod}, broker.DeadLetterConfig{Topic: dlqTopic})
 	if err != nil {
 		return nil, err
 	}
@@ -412,8 +420,8 @@ func startRig(ctx context.Context, env *benchEnv, f IngestConfig, ex pipeline.Ex
 		ex = extract.NewOffline(extract.OfflineConfig{})
 	}
 	rig.clock = newPersistClock(env.st)
-	rig.pipe, err = pipeline.New(pipeline.Deps{Gate: gate, Policies: pipeline.NewCachedPolicies(env.st, env.deps.BasePolicy, 5*time.Second), Extractor: ex,
-		Embedder: rig.emb, Resolver: res, Store: rig.clock, DeadLetter: broker.NewDeadLetters(rig.prod, dlqTopic), Registerer: reg, Logger: env.log},
+	rig.pipe, err = pipeline.New(pipeline.Deps{Gate: gate, Policies: policies, Extractor: ex,
+		Embedder: rig.emb, Resolver: res, Store: rig.clock, DeadLetter: dl, Registerer: reg, Logger: env.log},
 		pipeline.Config{
 			Lanes: f.Lanes, ChannelSize: cfg.Pipeline.ChannelSize, BatchSize: f.BatchSize, BatchWait: cfg.Pipeline.BatchWait,
 			ChunkMaxChars: cfg.Pipeline.ChunkMaxChars, MaxEventBytes: cfg.Kafka.MaxEventBytes, MaxRetries: cfg.Pipeline.MaxRetries,

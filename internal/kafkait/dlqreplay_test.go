@@ -34,7 +34,10 @@ func (h *harness) dlqReplay(args ...string) string {
 func TestKafkaDLQReplay(t *testing.T) {
 	h := newHarness(t, 4)
 	const n = 50
-	dl := broker.NewDeadLetters(h.prod, h.dlq)
+	dl, err := broker.NewDeadLetters(broker.DeadLetterDeps{Client: h.prod}, broker.DeadLetterConfig{Topic: h.dlq})
+	if err != nil {
+		t.Fatal(err)
+	}
 	recs := h.records("fern", 0, n)
 	recs = append(recs, &kgo.Record{Topic: h.topic, Key: []byte("fern/broken"), Value: []byte(`{"bank_id":"fern","content":`)})
 	for i, r := range recs {

@@ -78,7 +78,7 @@ func newHarness(t *testing.T, partitions int32) *harness {
 	if _, err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	prod, err := broker.NewProducer(bs, "kafkait-producer")
+	prod, err := broker.NewProducer(broker.ProducerDeps{}, broker.ProducerConfig{Brokers: bs, ClientID: "kafkait-producer"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,14 +161,22 @@ func (h *harness) start(group string) *running {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	res, err := pipeline.NewStoreResolver(h.st)
+	res, err := pipeline.NewStoreResolver(pipeline.StoreResolverDeps{Source: h.st})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	policies, err := pipeline.NewCachedPolicies(pipeline.PolicyDeps{Loader: h.st}, pipeline.PolicyConfig{Base: defense.DefaultPolicy(), TTL: time.Second})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	dl, err := broker.NewDeadLetters(broker.DeadLetterDeps{Client: h.prod}, broker.DeadLetterConfig{Topic: h.dlq})
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	p, err := pipeline.New(pipeline.Deps{
-		Gate: gate, Policies: pipeline.NewCachedPolicies(h.st, defense.DefaultPolicy(), time.Second),
+		Gate: gate, Policies: policies,
 		Extractor: extract.NewOffline(extract.OfflineConfig{}), Embedder: emb, Resolver: res, Store: h.st,
-		DeadLetter: broker.NewDeadLetters(h.prod, h.dlq), Logger: h.log,
+		DeadLetter: dl, Logger: h.log,
 	}, pipeline.Config{Lanes: 3, BatchSize: 64, BatchWait: 20 * time.Millisecond, MaxEventBytes: 1 << 20})
 	if err != nil {
 		h.t.Fatal(err)
