@@ -116,7 +116,7 @@ func NewGate(deps GateDeps, cfg GateConfig) (*Gate, error) {
 	g.waitSec = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "memstream_priority_wait_seconds",
 		Help: "Time a request waited for a slot of the gate, by class.", ConstLabels: labels,
 		Buckets: []float64{0.0005, 0.002, 0.01, 0.05, 0.2, 1, 5, 30}}, []string{"class"})
-	g.queued = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "memstream_priority_waiting",
+	g.queued = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "memstream_priority_waiting_requests",
 		Help: "Requests waiting for a slot of the gate, by class.", ConstLabels: labels}, []string{"class"})
 	if deps.Registerer != nil {
 		for _, c := range []prometheus.Collector{g.waitSec, g.queued} {

@@ -247,7 +247,7 @@ func gauge(t *testing.T, reg *prometheus.Registry, class string) float64 {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "memstream_priority_waiting" {
+		if mf.GetName() != "memstream_priority_waiting_requests" {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
