@@ -20,6 +20,8 @@ import (
 	"github.com/memstream/memstream/priority"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/store"
+
+	"github.com/memstream/memstream/internal/lifetimetest"
 )
 
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -577,29 +579,17 @@ func TestStopReleasesJob(t *testing.T) {
 	adj := &blockingAdjudicator{Adjudicator: off, release: make(chan struct{}), entered: make(chan struct{}, 1)}
 	cfg := consolidate.Config{Workers: 1, PollInterval: 20 * time.Millisecond, HousekeepingInterval: 50 * time.Millisecond, LockTimeout: time.Hour}
 	w := e.worker(consolidate.Deps{Adjudicator: adj}, cfg)
-	ran := make(chan error, 1)
-	go func() { ran <- w.Run(context.Background()) }()
-	<-adj.entered
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := w.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-ran:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	default:
-		t.Fatal("Stop returned before Run")
-	}
+	lifetimetest.CheckStop(t, w, 30*time.Second, func() { <-adj.entered })
 	if !adj.cancelled.Load() {
 		t.Fatal("the drain in hand was not cancelled")
 	}
 	// The lock timeout is an hour: only a released job drains now.
 	w2 := e.worker(consolidate.Deps{Adjudicator: off}, cfg)
+	ran := make(chan error, 1)
 	go func() { ran <- w2.Run(context.Background()) }()
 	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
 		_ = w2.Stop(ctx)
 		<-ran
 	}()

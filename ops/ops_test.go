@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memstream/memstream/internal/lifetimetest"
 )
 
 func TestOpsServerReadiness(t *testing.T) {
@@ -67,33 +69,16 @@ func TestOpsServerRunStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ran := make(chan error, 1)
-	go func() { ran <- o.Run(context.Background()) }()
-	var up bool
-	for range 100 {
-		if resp, err := http.Get("http://" + addr + "/health"); err == nil {
-			resp.Body.Close()
-			up = true
-			break
+	lifetimetest.CheckStop(t, o, 10*time.Second, func() {
+		for range 100 {
+			if resp, err := http.Get("http://" + addr + "/health"); err == nil {
+				resp.Body.Close()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if !up {
 		t.Fatal("ops server never answered")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := o.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-ran:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	default:
-		t.Fatal("Stop returned before Run")
-	}
+	})
 	if _, err := http.Get("http://" + addr + "/health"); err == nil {
 		t.Fatal("ops server still answers after Stop")
 	}

@@ -1,10 +1,11 @@
 package recallapi
 
 import (
-	"context"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/memstream/memstream/internal/lifetimetest"
 )
 
 // TestServerRunStop: Listen names the bound port before Run serves, and Stop
@@ -16,29 +17,16 @@ func TestServerRunStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ran := make(chan error, 1)
-	go func() { ran <- e.srv.Run(context.Background()) }()
-	resp, err := http.Get("http://" + addr + "/health")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("/health = %d", resp.StatusCode)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := e.srv.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-ran:
+	lifetimetest.CheckStop(t, e.srv, 20*time.Second, func() {
+		resp, err := http.Get("http://" + addr + "/health")
 		if err != nil {
-			t.Fatalf("Run: %v", err)
+			t.Fatal(err)
 		}
-	default:
-		t.Fatal("Stop returned before Run")
-	}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("/health = %d", resp.StatusCode)
+		}
+	})
 	if _, err := http.Get("http://" + addr + "/health"); err == nil {
 		t.Fatal("the server still answers after Stop")
 	}

@@ -7,20 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/store"
 )
-
-// migrated returns a store on a fresh schema.
-func migrated(t *testing.T, dim int) *store.Store {
-	t.Helper()
-	url, _ := pgtest.Schema(t)
-	st := open(t, url, dim)
-	if _, err := st.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
 
 // persistFacts stores n facts of one bank through PersistBatch, which also
 // enqueues the bank's consolidation job.

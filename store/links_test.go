@@ -325,12 +325,8 @@ func TestCoMentionLinksGoToRecentFacts(t *testing.T) {
 // the places of its newest facts.
 func TestGraphArmTakesNewestStoredFacts(t *testing.T) {
 	t.Parallel()
-	url, _ := pgtest.Schema(t)
-	st := open(t, url, 4)
+	st, url := migratedURL(t, 4)
 	ctx := context.Background()
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	at := time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC)
 	ent := func(name string) store.UUID { return store.DeriveID("b", "entity", name) }
 	persist := func(key string, entity store.UUID, d time.Duration) {

@@ -19,12 +19,8 @@ import (
 // with a message instead of looping.
 func TestOperationLeaseAndReclaim(t *testing.T) {
 	t.Parallel()
-	url, _ := pgtest.Schema(t)
-	st := open(t, url, 4)
+	st, url := migratedURL(t, 4)
 	ctx := context.Background()
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	db := pgtest.Pool(t, url)
 	kinds := []string{"export"}
 	op, _, err := st.CreateOperation(ctx, store.Operation{ID: uuid.New(), BankID: "b", Kind: "export"})
@@ -173,12 +169,8 @@ func TestDueOperationsBackOff(t *testing.T) {
 // first cannot record its late outcome over the second's.
 func TestDeliveryClaimToken(t *testing.T) {
 	t.Parallel()
-	url, _ := pgtest.Schema(t)
-	st := open(t, url, 4)
+	st, url := migratedURL(t, 4)
 	ctx := context.Background()
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	db := pgtest.Pool(t, url)
 	hook, err := st.CreateWebhook(ctx, store.Webhook{ID: uuid.New(), BankID: "b", URL: "http://x.invalid/", EventTypes: []string{"retain.completed"},
 		Enabled: true, HTTPConfig: json.RawMessage(`{"timeout_seconds": 5}`)})

@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/store"
 )
 
@@ -19,12 +18,8 @@ import (
 // answered.
 func TestRetainClaimTakeOver(t *testing.T) {
 	t.Parallel()
-	url, _ := pgtest.Schema(t)
-	st := open(t, url, 4)
+	st := migrated(t, 4)
 	ctx := context.Background()
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	op, existing, err := st.CreateOperation(ctx, store.Operation{ID: uuid.New(), BankID: "b", Kind: "retain",
 		IdempotencyKey: "k", RequestHash: "h", ClaimedBy: "first", ClaimFor: 400 * time.Millisecond})
 	if err != nil || existing {

@@ -22,6 +22,24 @@ func open(t *testing.T, url string, dim int) *store.Store {
 	return st
 }
 
+// migrated returns a store on a fresh, migrated schema.
+func migrated(t *testing.T, dim int) *store.Store {
+	t.Helper()
+	st, _ := migratedURL(t, dim)
+	return st
+}
+
+// migratedURL is migrated, with the schema's URL for a second connection.
+func migratedURL(t *testing.T, dim int) (*store.Store, string) {
+	t.Helper()
+	url, _ := pgtest.Schema(t)
+	st := open(t, url, dim)
+	if _, err := st.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return st, url
+}
+
 func TestMigrateIsIdempotentAndGuardsDim(t *testing.T) {
 	t.Parallel()
 	url, _ := pgtest.Schema(t)
