@@ -132,7 +132,7 @@ func TestConsolidationHoldsOnEveryEmbedder(t *testing.T) {
 		t.Fatal(err)
 	}
 	openai := func(g geometry) embedder {
-		o, err := embed.NewOpenAI(embed.OpenAIConfig{BaseURL: fakeEmbeddings(t, g).URL + "/v1", Model: "fake", Dim: dim})
+		o, err := embed.NewOpenAI(embed.OpenAIDeps{}, embed.OpenAIConfig{BaseURL: fakeEmbeddings(t, g).URL + "/v1", Model: "fake", Dim: dim})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,6 +30,10 @@ type OpenAIConfig struct {
 	// (consolidation.adjudicate_concurrency); the facts of one call, and
 	// calls whose facts may touch the same observation, stay in order.
 	Concurrency int
+}
+
+// OpenAIDeps is the HTTP client the adjudicator calls through.
+type OpenAIDeps struct {
 	// HTTPClient sends the calls; nil means a client of its own. memstream
 	// passes the one whose transport holds the shared LLM gate
 	// (priority.Transport), so consolidation waits behind live calls.
@@ -80,7 +84,7 @@ type OpenAI struct {
 }
 
 // NewOpenAI returns the openai adjudicator.
-func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
+func NewOpenAI(deps OpenAIDeps, cfg OpenAIConfig) (*OpenAI, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -88,8 +92,8 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	oc := openai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = cfg.BaseURL
 	oc.HTTPClient = &http.Client{}
-	if cfg.HTTPClient != nil {
-		oc.HTTPClient = cfg.HTTPClient
+	if deps.HTTPClient != nil {
+		oc.HTTPClient = deps.HTTPClient
 	}
 	return &OpenAI{cfg: cfg, client: openai.NewClientWithConfig(oc)}, nil
 }

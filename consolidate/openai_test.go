@@ -99,7 +99,7 @@ func TestOpenAIAdjudicator(t *testing.T) {
 	}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
-	adj, err := consolidate.NewOpenAI(consolidate.OpenAIConfig{BaseURL: srv.URL + "/v1", Model: "fake-model", APIKey: "k", FactsPerCall: 4})
+	adj, err := consolidate.NewOpenAI(consolidate.OpenAIDeps{}, consolidate.OpenAIConfig{BaseURL: srv.URL + "/v1", Model: "fake-model", APIKey: "k", FactsPerCall: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestOpenAIAdjudicatorGivesUp(t *testing.T) {
 	fake := &fakeModel{t: t, answer: func(int, []map[string]any, []map[string]any) string { return `{"creates": "nope"}` }}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
-	adj, err := consolidate.NewOpenAI(consolidate.OpenAIConfig{BaseURL: srv.URL + "/v1", Model: "fake-model", Timeout: 5 * time.Second})
+	adj, err := consolidate.NewOpenAI(consolidate.OpenAIDeps{}, consolidate.OpenAIConfig{BaseURL: srv.URL + "/v1", Model: "fake-model", Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestOpenAIAdjudicatorGivesUp(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM consolidation_queue WHERE bank_id = 'erin'`); n != 1 {
 		t.Fatalf("pending facts = %d", n)
 	}
-	if _, err := consolidate.NewOpenAI(consolidate.OpenAIConfig{BaseURL: srv.URL}); err == nil || !strings.Contains(err.Error(), "llm.model") {
+	if _, err := consolidate.NewOpenAI(consolidate.OpenAIDeps{}, consolidate.OpenAIConfig{BaseURL: srv.URL}); err == nil || !strings.Contains(err.Error(), "llm.model") {
 		t.Fatalf("missing model accepted: %v", err)
 	}
 }

@@ -54,7 +54,12 @@ type OpenAIConfig struct {
 	// RequestTimeout bounds one attempt, so a hung server costs one retry
 	// rather than the caller's whole deadline. Default 30s.
 	RequestTimeout time.Duration
-	// HTTPClient overrides the HTTP client, for tests and proxies.
+}
+
+// OpenAIDeps is the HTTP client an OpenAI embedder calls through.
+type OpenAIDeps struct {
+	// HTTPClient is optional (tests, proxies): nil means a client of its
+	// own.
 	HTTPClient *http.Client
 }
 
@@ -77,9 +82,6 @@ func (c OpenAIConfig) WithDefaults() OpenAIConfig {
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = 30 * time.Second
-	}
-	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{}
 	}
 	return c
 }
@@ -110,14 +112,18 @@ type OpenAI struct {
 
 // NewOpenAI returns an embedder for cfg, after filling defaults and
 // validating it. It does not contact the server.
-func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
+func NewOpenAI(deps OpenAIDeps, cfg OpenAIConfig) (*OpenAI, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	cc := openai.DefaultConfig(cfg.APIKey)
 	cc.BaseURL = cfg.BaseURL
-	cc.HTTPClient = cfg.HTTPClient
+	client := deps.HTTPClient
+	if client == nil {
+		client = &http.Client{}
+	}
+	cc.HTTPClient = client
 	return &OpenAI{cfg: cfg, client: openai.NewClientWithConfig(cc)}, nil
 }
 

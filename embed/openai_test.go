@@ -88,7 +88,7 @@ func newFakeOpenAITimeout(t *testing.T, f *fakeEmbeddings, dim, batch int, timeo
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	o, err := NewOpenAI(OpenAIConfig{
+	o, err := NewOpenAI(OpenAIDeps{HTTPClient: srv.Client()}, OpenAIConfig{
 		BaseURL:        srv.URL + "/v1",
 		APIKey:         "test",
 		Model:          "fake-embed",
@@ -98,7 +98,6 @@ func newFakeOpenAITimeout(t *testing.T, f *fakeEmbeddings, dim, batch int, timeo
 		InitialBackoff: time.Millisecond,
 		MaxBackoff:     5 * time.Millisecond,
 		RequestTimeout: timeout,
-		HTTPClient:     srv.Client(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +230,7 @@ func TestOpenAIConfigValidate(t *testing.T) {
 		{OpenAIConfig{Model: "m"}, "embed.dim"},
 		{OpenAIConfig{Model: "m", Dim: 3, BatchSize: -1}, "embed.batch_size"},
 	} {
-		_, err := NewOpenAI(tc.cfg)
+		_, err := NewOpenAI(OpenAIDeps{}, tc.cfg)
 		if err == nil || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("NewOpenAI(%+v) = %v, want error naming %s", tc.cfg, err, tc.field)
 		}
@@ -245,7 +244,7 @@ func TestOpenAIQueryAndDocument(t *testing.T) {
 	f := &fakeEmbeddings{dim: 4}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	o, err := NewOpenAI(OpenAIConfig{BaseURL: srv.URL + "/v1", Model: "e5", Dim: 4, HTTPClient: srv.Client(),
+	o, err := NewOpenAI(OpenAIDeps{HTTPClient: srv.Client()}, OpenAIConfig{BaseURL: srv.URL + "/v1", Model: "e5", Dim: 4,
 		Prefixes: Prefixes{Query: "query: ", Document: "passage: "}, SendInputType: true})
 	if err != nil {
 		t.Fatal(err)
@@ -273,5 +272,20 @@ func TestOpenAIQueryAndDocument(t *testing.T) {
 	}
 	if got := f.types[len(f.types)-1]; got != "" {
 		t.Errorf("input_type %q sent without SendInputType", got)
+	}
+}
+
+// TestOpenAIOwnClient: without deps.HTTPClient the embedder calls through a
+// client of its own.
+func TestOpenAIOwnClient(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(&fakeEmbeddings{dim: 4})
+	t.Cleanup(srv.Close)
+	o, err := NewOpenAI(OpenAIDeps{}, OpenAIConfig{BaseURL: srv.URL + "/v1", Model: "m", Dim: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vecs, err := o.EmbedDocuments(context.Background(), []string{"hello"}); err != nil || len(vecs) != 1 {
+		t.Fatalf("EmbedDocuments = %d vectors, %v", len(vecs), err)
 	}
 }

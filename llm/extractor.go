@@ -50,10 +50,6 @@ type Config struct {
 	// Temperature is sent with every call. Default 0: extraction should be
 	// as repeatable as the model allows.
 	Temperature float32
-	// Gate, when set, is the LLM gate shared with every other client of
-	// the endpoint (reflect, consolidation): each call holds one of its
-	// slots, live calls such as this extractor's before background ones.
-	Gate *priority.Gate
 }
 
 // WithDefaults fills unset fields.
@@ -119,6 +115,10 @@ type Extractor struct {
 type Deps struct {
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
+	// Gate, when set, is the LLM gate shared with every other client of
+	// the endpoint (reflect, consolidation): each call holds one of its
+	// slots, live calls such as this extractor's before background ones.
+	Gate *priority.Gate
 }
 
 // New returns an Extractor for cfg after applying defaults.
@@ -140,8 +140,8 @@ func New(deps Deps, cfg Config) (*Extractor, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = cfg.Concurrency
 	var rt http.RoundTripper = tr
-	if cfg.Gate != nil {
-		rt = &priority.Transport{Gate: cfg.Gate, Base: tr}
+	if deps.Gate != nil {
+		rt = &priority.Transport{Gate: deps.Gate, Base: tr}
 	}
 	oc.HTTPClient = &http.Client{Transport: rt}
 	m, err := newMetrics(reg)

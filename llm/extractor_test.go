@@ -22,6 +22,7 @@ import (
 	"github.com/memstream/memstream/chunk"
 	"github.com/memstream/memstream/extract"
 	"github.com/memstream/memstream/llm"
+	"github.com/memstream/memstream/priority"
 )
 
 func TestMain(m *testing.M) {
@@ -182,6 +183,12 @@ func (f *fake) numCalls() int {
 
 func newExtractor(t *testing.T, f *fake, cfg llm.Config) (*llm.Extractor, *prometheus.Registry) {
 	t.Helper()
+	return newGatedExtractor(t, f, nil, cfg)
+}
+
+// newGatedExtractor is newExtractor whose calls hold slots of gate.
+func newGatedExtractor(t *testing.T, f *fake, gate *priority.Gate, cfg llm.Config) (*llm.Extractor, *prometheus.Registry) {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	cfg.BaseURL = f.srv.URL + "/v1"
 	cfg.Model = "fake-model"
@@ -190,7 +197,7 @@ func newExtractor(t *testing.T, f *fake, cfg llm.Config) (*llm.Extractor, *prome
 	}
 	cfg.InitialBackoff = 5 * time.Millisecond
 	cfg.MaxBackoff = 20 * time.Millisecond
-	e, err := llm.New(llm.Deps{Registerer: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, cfg)
+	e, err := llm.New(llm.Deps{Registerer: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Gate: gate}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestCallsHoldTheSharedGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer release()
-	e, _ := newExtractor(t, f, llm.Config{ChunksPerCall: 1, Concurrency: 4, Gate: g})
+	e, _ := newGatedExtractor(t, f, g, llm.Config{ChunksPerCall: 1, Concurrency: 4})
 	in := inputs(6)
 	out, err := e.Extract(context.Background(), in)
 	if err != nil {

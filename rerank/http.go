@@ -22,7 +22,12 @@ type Config struct {
 	Timeout time.Duration
 	// MaxDocuments caps one request; longer lists are sent in chunks.
 	MaxDocuments int
-	Client       *http.Client
+}
+
+// HTTPDeps is the HTTP client a reranker calls through.
+type HTTPDeps struct {
+	// Client is optional: nil means a client of its own.
+	Client *http.Client
 }
 
 // WithDefaults fills unset fields.
@@ -32,9 +37,6 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxDocuments <= 0 {
 		c.MaxDocuments = 64
-	}
-	if c.Client == nil {
-		c.Client = &http.Client{}
 	}
 	return c
 }
@@ -48,16 +50,21 @@ func (c Config) validate() error {
 
 // HTTP is a cross-encoder reranker behind an HTTP endpoint.
 type HTTP struct {
-	cfg Config
+	cfg    Config
+	client *http.Client
 }
 
-// NewHTTP returns a reranker for cfg.
-func NewHTTP(cfg Config) (*HTTP, error) {
+// NewHTTP returns a reranker for cfg that calls through deps.Client.
+func NewHTTP(deps HTTPDeps, cfg Config) (*HTTP, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &HTTP{cfg: cfg}, nil
+	client := deps.Client
+	if client == nil {
+		client = &http.Client{}
+	}
+	return &HTTP{cfg: cfg, client: client}, nil
 }
 
 type request struct {
@@ -103,7 +110,7 @@ func (h *HTTP) call(ctx context.Context, query string, docs []string) ([]float64
 	if h.cfg.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+h.cfg.APIKey)
 	}
-	resp, err := h.cfg.Client.Do(req)
+	resp, err := h.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("rerank %s: %w", h.cfg.URL, err)
 	}

@@ -51,7 +51,7 @@ func TestRerankFormatsAndChunks(t *testing.T) {
 	for _, cohere := range []bool{false, true} {
 		var calls atomic.Int32
 		srv := fakeServer(t, cohere, &calls)
-		r, err := NewHTTP(Config{URL: srv.URL + "/rerank", APIKey: "k", MaxDocuments: 2})
+		r, err := NewHTTP(HTTPDeps{}, Config{URL: srv.URL + "/rerank", APIKey: "k", MaxDocuments: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +74,7 @@ func TestRerankFormatsAndChunks(t *testing.T) {
 }
 
 func TestRerankErrors(t *testing.T) {
-	if _, err := NewHTTP(Config{URL: "ftp://x"}); err == nil || !strings.Contains(err.Error(), "rerank.url") {
+	if _, err := NewHTTP(HTTPDeps{}, Config{URL: "ftp://x"}); err == nil || !strings.Contains(err.Error(), "rerank.url") {
 		t.Fatalf("bad url accepted: %v", err)
 	}
 	for name, body := range map[string]string{
@@ -84,7 +84,7 @@ func TestRerankErrors(t *testing.T) {
 		"noscore":  `[{"index":0},{"index":1}]`,
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(body)) }))
-		r, _ := NewHTTP(Config{URL: srv.URL})
+		r, _ := NewHTTP(HTTPDeps{}, Config{URL: srv.URL})
 		if _, err := r.Rerank(context.Background(), "q", []string{"a", "b"}); err == nil {
 			t.Errorf("%s: no error", name)
 		}
@@ -97,13 +97,13 @@ func TestRerankErrors(t *testing.T) {
 		}
 	}))
 	defer slow.Close()
-	r, _ := NewHTTP(Config{URL: slow.URL, Timeout: 50 * time.Millisecond})
+	r, _ := NewHTTP(HTTPDeps{}, Config{URL: slow.URL, Timeout: 50 * time.Millisecond})
 	if _, err := r.Rerank(context.Background(), "q", []string{"a"}); err == nil {
 		t.Fatal("timeout not reported")
 	}
 	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "overloaded", 503) }))
 	defer failing.Close()
-	r, _ = NewHTTP(Config{URL: failing.URL})
+	r, _ = NewHTTP(HTTPDeps{}, Config{URL: failing.URL})
 	if _, err := r.Rerank(context.Background(), "q", []string{"a"}); err == nil || !strings.Contains(err.Error(), "503") {
 		t.Fatalf("503 not reported: %v", err)
 	}

@@ -119,7 +119,7 @@ func newEmbedder(cfg config.Config) (embed.Embedder, error) {
 	var inner embed.Embedder
 	switch cfg.Embed.Provider {
 	case "openai":
-		o, err := embed.NewOpenAI(embed.OpenAIConfig{BaseURL: cfg.Embed.BaseURL, APIKey: cfg.Embed.APIKey,
+		o, err := embed.NewOpenAI(embed.OpenAIDeps{}, embed.OpenAIConfig{BaseURL: cfg.Embed.BaseURL, APIKey: cfg.Embed.APIKey,
 			Model: cfg.Embed.Model, Dim: cfg.Embed.Dim, BatchSize: cfg.Embed.BatchSize,
 			Prefixes: prefixes(cfg.Embed, embed.Prefixes{}), SendInputType: cfg.Embed.SendInputType})
 		if err != nil {
@@ -291,7 +291,7 @@ func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometh
 		rdeps := recall.Deps{Store: a.st, Embedder: emb, Clock: a.st, Tokens: tok, Registerer: reg, Logger: log}
 		rcfg := recall.Config{Scale: scale}
 		if cfg.Rerank.Provider == "http" {
-			rr, err := rerank.NewHTTP(rerank.Config{URL: cfg.Rerank.URL, APIKey: cfg.Rerank.APIKey, Model: cfg.Rerank.Model, Timeout: cfg.Rerank.Timeout})
+			rr, err := rerank.NewHTTP(rerank.HTTPDeps{}, rerank.Config{URL: cfg.Rerank.URL, APIKey: cfg.Rerank.APIKey, Model: cfg.Rerank.Model, Timeout: cfg.Rerank.Timeout})
 			if err != nil {
 				return a, err
 			}
@@ -432,9 +432,9 @@ func newReflector(cfg config.Config, rc *recall.Recaller, st *store.Store, tok *
 func newExtractor(cfg config.Config, gate *priority.Gate, reg prometheus.Registerer, log *slog.Logger) (pipeline.Extractor, error) {
 	switch cfg.LLM.Provider {
 	case "openai":
-		ex, err := llm.New(llm.Deps{Registerer: reg, Logger: log.With("component", "llm")}, llm.Config{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model,
+		ex, err := llm.New(llm.Deps{Registerer: reg, Logger: log.With("component", "llm"), Gate: gate}, llm.Config{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model,
 			Concurrency: cfg.LLM.Concurrency, Timeout: cfg.LLM.Timeout, MaxRetries: cfg.LLM.MaxRetries,
-			ChunksPerCall: cfg.LLM.ChunksPerCall, Gate: gate})
+			ChunksPerCall: cfg.LLM.ChunksPerCall})
 		if err != nil {
 			return nil, fmt.Errorf("llm: %w", err)
 		}

@@ -24,12 +24,12 @@ import (
 // its calls hold slots of gate (nil: no shared gate).
 func newAdjudicator(cfg config.Config, gate *priority.Gate) (consolidate.Adjudicator, error) {
 	if cfg.LLM.Provider == "openai" {
-		oc := consolidate.OpenAIConfig{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey,
-			Model: cfg.LLM.Model, Timeout: cfg.LLM.Timeout, Concurrency: cfg.Consolidation.AdjudicateConcurrency}
+		var deps consolidate.OpenAIDeps
 		if gate != nil {
-			oc.HTTPClient = gate.HTTPClient(nil)
+			deps.HTTPClient = gate.HTTPClient(nil)
 		}
-		a, err := consolidate.NewOpenAI(oc)
+		a, err := consolidate.NewOpenAI(deps, consolidate.OpenAIConfig{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey,
+			Model: cfg.LLM.Model, Timeout: cfg.LLM.Timeout, Concurrency: cfg.Consolidation.AdjudicateConcurrency})
 		if err != nil {
 			return nil, fmt.Errorf("consolidation: %w", err)
 		}
