@@ -27,16 +27,24 @@ func factIDs(t *testing.T, st *store.Store, bank string) []uuid.UUID {
 	return ids
 }
 
-func TestApplyConsolidationMergesNearDuplicates(t *testing.T) {
-	t.Parallel()
+// threePending returns a fresh store with three pending facts of bank a,
+// stored at the returned time.
+func threePending(t *testing.T) (*store.Store, []uuid.UUID, time.Time) {
+	t.Helper()
 	st := migrated(t, 4)
-	ctx := context.Background()
 	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	persistFacts(t, st, "a", 3, at)
 	ids := factIDs(t, st, "a")
 	if len(ids) != 3 {
 		t.Fatalf("pending = %d", len(ids))
 	}
+	return st, ids, at
+}
+
+func TestApplyConsolidationMergesNearDuplicates(t *testing.T) {
+	t.Parallel()
+	st, ids, at := threePending(t)
+	ctx := context.Background()
 	ev := func(id uuid.UUID) store.ObsEvidence {
 		return store.ObsEvidence{MemoryID: id, Quote: "q", Relevance: 1, At: at}
 	}
@@ -139,14 +147,8 @@ func TestObservationCandidatesStayInScope(t *testing.T) {
 // puts the facts back on the queue.
 func TestConsolidationLeavesFactRowsAlone(t *testing.T) {
 	t.Parallel()
-	st := migrated(t, 4)
+	st, ids, at := threePending(t)
 	ctx := context.Background()
-	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
-	persistFacts(t, st, "a", 3, at)
-	ids := factIDs(t, st, "a")
-	if len(ids) != 3 {
-		t.Fatalf("pending = %d", len(ids))
-	}
 	rowVersions := func() []string {
 		rows, err := st.Pool().Query(ctx, `SELECT xmin::text || ctid::text FROM memory_units WHERE bank_id = 'a' AND fact_type <> 'observation' ORDER BY id`)
 		if err != nil {
