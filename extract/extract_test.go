@@ -64,7 +64,7 @@ func TestGolden(t *testing.T) {
 			for _, c := range sp.Split(msgs) {
 				in = append(in, Input{Parts: c.Parts, Context: conv.Context, Tags: conv.Tags})
 			}
-			out, err := NewOffline(OfflineConfig{}).Extract(context.Background(), in)
+			out, err := offline(t, OfflineConfig{}).Extract(context.Background(), in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +97,7 @@ func TestGolden(t *testing.T) {
 
 func extractOne(t *testing.T, role, name, text string) []Fact {
 	t.Helper()
-	out, err := NewOffline(OfflineConfig{}).Extract(context.Background(), []Input{{
+	out, err := offline(t, OfflineConfig{}).Extract(context.Background(), []Input{{
 		Parts: []chunk.Part{{MessageIndex: 3, Role: role, Name: name, Timestamp: ts, Text: text}},
 	}})
 	if err != nil {
@@ -218,7 +218,7 @@ func TestEntities(t *testing.T) {
 
 func TestKnownEntities(t *testing.T) {
 	t.Parallel()
-	o := NewOffline(OfflineConfig{KnownEntities: []Entity{{"Tom", KindPerson}}})
+	o := offline(t, OfflineConfig{KnownEntities: []Entity{{"Tom", KindPerson}}})
 	out, err := o.Extract(context.Background(), []Input{{Parts: []chunk.Part{
 		{MessageIndex: 0, Role: "user", Name: "Alice", Timestamp: ts, Text: "Tom is nice. Alice is tired."},
 	}}})
@@ -343,14 +343,14 @@ func TestExtractCanceled(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := NewOffline(OfflineConfig{}).Extract(ctx, []Input{{}}); err == nil {
+	if _, err := offline(t, OfflineConfig{}).Extract(ctx, []Input{{}}); err == nil {
 		t.Fatal("no error after cancel")
 	}
 }
 
 func TestDeterministic(t *testing.T) {
 	t.Parallel()
-	o := NewOffline(OfflineConfig{KnownEntities: []Entity{{"Acme", KindOrg}, {"Bob", KindPerson}, {"Carol", KindPerson}}})
+	o := offline(t, OfflineConfig{KnownEntities: []Entity{{"Acme", KindOrg}, {"Bob", KindPerson}, {"Carol", KindPerson}}})
 	in := []Input{{Parts: []chunk.Part{{Role: "user", Name: "Alice", Timestamp: ts, Text: "Bob and Carol joined Acme. 张伟和李明去了上海市。"}}}}
 	a, _ := o.Extract(context.Background(), in)
 	for range 20 {
@@ -365,7 +365,7 @@ func FuzzOffline(f *testing.F) {
 	f.Add("I was late because the train broke down. So I missed it.", "Alice")
 	f.Add("因为下雨，所以我们没去。张伟和老王在上海市。", "张伟")
 	f.Add("\"\" @ 《》 Dr. . 因为，", "")
-	o := NewOffline(OfflineConfig{})
+	o := offline(f, OfflineConfig{})
 	f.Fuzz(func(t *testing.T, text, name string) {
 		out, err := o.Extract(context.Background(), []Input{{Parts: []chunk.Part{
 			{MessageIndex: 1, Role: "user", Name: name, Timestamp: ts, Text: text},
@@ -396,7 +396,7 @@ func BenchmarkOffline(b *testing.B) {
 		parts = append(parts, chunk.Part{MessageIndex: i, Role: "user", Name: "Alice", Timestamp: ts, Text: s})
 	}
 	in := []Input{{Parts: parts, Tags: []string{"t"}}}
-	o := NewOffline(OfflineConfig{})
+	o := offline(b, OfflineConfig{})
 	ctx := context.Background()
 	for b.Loop() {
 		if _, err := o.Extract(ctx, in); err != nil {
@@ -404,4 +404,14 @@ func BenchmarkOffline(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*len(sentences))/b.Elapsed().Seconds(), "sentences/s")
+}
+
+// offline is NewOffline for a test.
+func offline(t testing.TB, cfg OfflineConfig) *Offline {
+	t.Helper()
+	o, err := NewOffline(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }

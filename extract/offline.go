@@ -50,7 +50,10 @@ type Offline struct {
 }
 
 // NewOffline returns an Offline extractor for cfg after applying defaults.
-func NewOffline(cfg OfflineConfig) *Offline {
+// It refuses no configuration today (a known entity without a name is
+// skipped, one of an unknown kind counts as other); the error keeps its
+// shape that of every other constructor.
+func NewOffline(cfg OfflineConfig) (*Offline, error) {
 	cfg = cfg.WithDefaults()
 	o := &Offline{known: map[string]string{}, skipRoles: map[string]bool{}}
 	for _, e := range cfg.KnownEntities {
@@ -65,7 +68,7 @@ func NewOffline(cfg OfflineConfig) *Offline {
 	for _, r := range cfg.SkipRoles {
 		o.skipRoles[r] = true
 	}
-	return o
+	return o, nil
 }
 
 // Extract returns the facts of each input, one []Fact per input in the same

@@ -18,7 +18,7 @@ func TestRedactionMarkersAreNotEntities(t *testing.T) {
 	}
 	text := "Dana sent the key " + defense.RedactionMarker("aws_access_key_id") + " to Lisbon and the URL postgres://app:" +
 		defense.RedactionMarker("postgres_url_password") + "@db.internal:5432/app to Marco."
-	out, err := NewOffline(OfflineConfig{}).Extract(context.Background(), []Input{{Parts: []chunk.Part{
+	out, err := offline(t, OfflineConfig{}).Extract(context.Background(), []Input{{Parts: []chunk.Part{
 		{Role: "user", Name: "Dana", Text: text, Timestamp: time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC)}}}})
 	if err != nil {
 		t.Fatal(err)

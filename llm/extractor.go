@@ -148,8 +148,12 @@ func New(deps Deps, cfg Config) (*Extractor, error) {
 	if err != nil {
 		return nil, err
 	}
+	fallback, err := extract.NewOffline(extract.OfflineConfig{})
+	if err != nil {
+		return nil, err
+	}
 	return &Extractor{
-		cfg: cfg, client: openai.NewClientWithConfig(oc), tr: tr, fallback: extract.NewOffline(extract.OfflineConfig{}),
+		cfg: cfg, client: openai.NewClientWithConfig(oc), tr: tr, fallback: fallback,
 		sem: make(chan struct{}, cfg.Concurrency), m: m, log: log,
 	}, nil
 }

@@ -314,7 +314,10 @@ func TestTransientFailuresRetriedThenSucceed(t *testing.T) {
 // offline extractor: the model did answer, and would answer the same way.
 func TestInvalidAnswersFallBackToOffline(t *testing.T) {
 	t.Parallel()
-	offline := extract.NewOffline(extract.OfflineConfig{})
+	offline, err := extract.NewOffline(extract.OfflineConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name      string
 		script    []reply

@@ -83,7 +83,7 @@ func (g *gatedExtractor) Extract(ctx context.Context, in []extract.Input) ([][]e
 func TestLongEventDoesNotHoldTheSharedLane(t *testing.T) {
 	h := newHarness(t)
 	const sentences = 2500 // 58 KB: over long_event_bytes, 20 chunks
-	gx := &gatedExtractor{inner: extract.NewOffline(extract.OfflineConfig{}), marker: "Box 1 went", open: make(chan struct{})}
+	gx := &gatedExtractor{inner: offlineExtractor(t), marker: "Box 1 went", open: make(chan struct{})}
 	rec := &orderRecorder{Persister: h.st}
 	reg := prometheus.NewRegistry()
 	keys := []string{"big/manifest"}

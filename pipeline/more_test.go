@@ -92,7 +92,7 @@ func (h *harness) newPipeline(o options) *pipeline.Pipeline {
 		dl = bdl
 	}
 	if o.extractor == nil {
-		o.extractor = extract.NewOffline(extract.OfflineConfig{})
+		o.extractor = offlineExtractor(h.t)
 	}
 	if o.persister == nil {
 		o.persister = h.st
@@ -457,7 +457,7 @@ func TestFailingExtractorDeadLettersOnlyItsRecord(t *testing.T) {
 		vals[i] = chatEvent("fred", fmt.Sprintf("fred-poison-%d", i), "conv-poison", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC),
 			"This message makes the extractor POISON-PILL fail every time.")
 	}
-	fx := &failingExtractor{inner: extract.NewOffline(extract.OfflineConfig{}), poison: "POISON-PILL"}
+	fx := &failingExtractor{inner: offlineExtractor(t), poison: "POISON-PILL"}
 	h.produce(vals...)
 	r := h.startWith("g-extractfail", options{extractor: fx, maxRetries: 2})
 	h.waitCommitted("g-extractfail", n, 2*time.Minute)
@@ -499,4 +499,14 @@ func TestFailingExtractorDeadLettersOnlyItsRecord(t *testing.T) {
 	if seen != len(poisonIdx) {
 		t.Fatalf("DLQ has %d of %d poison records", seen, len(poisonIdx))
 	}
+}
+
+// offlineExtractor is the offline extractor the tests run with.
+func offlineExtractor(t testing.TB) *extract.Offline {
+	t.Helper()
+	o, err := extract.NewOffline(extract.OfflineConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/memstream/memstream/broker"
 	"github.com/memstream/memstream/consumer"
 	"github.com/memstream/memstream/event"
-	"github.com/memstream/memstream/extract"
 	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/pipeline"
 	"github.com/memstream/memstream/store"
@@ -206,7 +205,7 @@ func TestIngestExactlyOnceAndReplay(t *testing.T) {
 	// Replay everything under a new group: nothing new anywhere, and no
 	// event is extracted again (the pipeline acknowledges stored events
 	// before the extractor sees them).
-	watch := &failingExtractor{inner: extract.NewOffline(extract.OfflineConfig{}), poison: ""}
+	watch := &failingExtractor{inner: offlineExtractor(t), poison: ""}
 	r2 := h.startWith("g-replay", options{extractor: watch})
 	h.waitCommitted("g-replay", n, 3*time.Minute)
 	r2.stop(t)

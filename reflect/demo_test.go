@@ -52,7 +52,10 @@ func TestOfflineOnDemoData(t *testing.T) {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st, emb, _ := migratedStore(t, log)
-	ex := extract.NewOffline(extract.OfflineConfig{})
+	ex, err := extract.NewOffline(extract.OfflineConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var evs []store.EventRecord
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)

@@ -440,7 +440,7 @@ func newExtractor(cfg config.Config, gate *priority.Gate, reg prometheus.Registe
 		}
 		return ex, nil
 	default:
-		return extract.NewOffline(extract.OfflineConfig{}), nil
+		return extract.NewOffline(extract.OfflineConfig{})
 	}
 }
 

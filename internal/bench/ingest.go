@@ -417,7 +417,9 @@ func startRig(ctx context.Context, env *benchEnv, f IngestConfig, ex pipeline.Ex
 		return nil, err
 	}
 	if ex == nil {
-		ex = extract.NewOffline(extract.OfflineConfig{})
+		if ex, err = extract.NewOffline(extract.OfflineConfig{}); err != nil {
+			return nil, err
+		}
 	}
 	rig.clock = newPersistClock(env.st)
 	rig.pipe, err = pipeline.New(pipeline.Deps{Gate: gate, Policies: policies, Extractor: ex,

@@ -173,9 +173,13 @@ func (h *harness) start(group string) *running {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	ex, err := extract.NewOffline(extract.OfflineConfig{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
 	p, err := pipeline.New(pipeline.Deps{
 		Gate: gate, Policies: policies,
-		Extractor: extract.NewOffline(extract.OfflineConfig{}), Embedder: emb, Resolver: res, Store: h.st,
+		Extractor: ex, Embedder: emb, Resolver: res, Store: h.st,
 		DeadLetter: dl, Logger: h.log,
 	}, pipeline.Config{Lanes: 3, BatchSize: 64, BatchWait: 20 * time.Millisecond, MaxEventBytes: 1 << 20})
 	if err != nil {
