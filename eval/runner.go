@@ -24,6 +24,16 @@ const (
 	MissesFile = "misses.jsonl"
 )
 
+// BenchmarkDeps are what RunBenchmark publishes and embeds with.
+type BenchmarkDeps struct {
+	// Produce publishes an events file (one SPEC §3 event per line) to
+	// memstream's Kafka and returns how many it sent.
+	Produce func(ctx context.Context, eventsFile string) (int, error)
+	// Embedder is the embedder memstream runs with, for the dense
+	// baseline.
+	Embedder Embedder
+}
+
 // BenchmarkConfig configures RunBenchmark. The caller owns memstream
 // itself (an in-process stack, or a running server) and hands over its
 // API address and a way to publish events to its Kafka.
@@ -36,14 +46,10 @@ type BenchmarkConfig struct {
 	Part string
 	// BaseURL is memstream's HTTP API; Token its bearer key, if any.
 	BaseURL, Token string
-	// Produce publishes an events file (one SPEC §3 event per line) to
-	// memstream's Kafka and returns how many it sent. Unused with
-	// SkipIngest.
-	Produce    func(ctx context.Context, eventsFile string) (int, error)
-	SkipIngest bool
-	// Embedder is the embedder memstream runs with, for the dense
-	// baseline. NoBaselines skips both baselines.
-	Embedder    Embedder
+	// SkipIngest runs without publishing the events (BenchmarkDeps.Produce
+	// is unused); NoBaselines skips both baselines (BenchmarkDeps.Embedder
+	// is unused).
+	SkipIngest  bool
 	NoBaselines bool
 	// Arms and Fusion configure the main run; Ablation repeats the
 	// questions with each AblationVariants entry.
@@ -95,16 +101,16 @@ func (c BenchmarkConfig) WithDefaults() BenchmarkConfig {
 	return c
 }
 
-func (c BenchmarkConfig) validate() error {
+func (c BenchmarkConfig) validate(deps BenchmarkDeps) error {
 	switch {
 	case c.Dir == "":
 		return errors.New("eval: BenchmarkConfig.Dir is empty")
 	case c.Part != "" && c.Part != PartHeldOut && c.Part != PartTuning:
 		return fmt.Errorf("eval: BenchmarkConfig.Part %q is not %s or %s", c.Part, PartHeldOut, PartTuning)
-	case !c.SkipIngest && c.Produce == nil:
-		return errors.New("eval: BenchmarkConfig.Produce is nil and SkipIngest is not set")
-	case !c.NoBaselines && c.Embedder == nil:
-		return errors.New("eval: BenchmarkConfig.Embedder is nil and NoBaselines is not set")
+	case !c.SkipIngest && deps.Produce == nil:
+		return errors.New("eval: BenchmarkDeps.Produce is nil and SkipIngest is not set")
+	case !c.NoBaselines && deps.Embedder == nil:
+		return errors.New("eval: BenchmarkDeps.Embedder is nil and NoBaselines is not set")
 	}
 	return nil
 }
@@ -157,9 +163,9 @@ func (o *Outcome) Part(p string) *PartOutcome {
 // RunBenchmark ingests the dataset (unless told not to), waits until it is
 // stored and consolidated, asks every question of memstream and of the
 // baselines, scores each part on its own and writes the reports.
-func RunBenchmark(ctx context.Context, cfg BenchmarkConfig) (*Outcome, error) {
+func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) (*Outcome, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.validate(deps); err != nil {
 		return nil, err
 	}
 	stdout := cfg.Out
@@ -197,7 +203,7 @@ func RunBenchmark(ctx context.Context, cfg BenchmarkConfig) (*Outcome, error) {
 	}
 	if !cfg.SkipIngest {
 		began := time.Now()
-		n, err := cfg.Produce(ctx, eventsFile)
+		n, err := deps.Produce(ctx, eventsFile)
 		if err != nil {
 			return nil, err
 		}
@@ -251,7 +257,7 @@ func RunBenchmark(ctx context.Context, cfg BenchmarkConfig) (*Outcome, error) {
 	if !cfg.NoBaselines {
 		began := time.Now()
 		fmt.Fprintln(stdout, "== baselines: indexing the raw turns (BM25, and dense with the configured embedder) …")
-		dense, err := NewDense(ctx, d, cfg.Embedder)
+		dense, err := NewDense(ctx, d, deps.Embedder)
 		if err != nil {
 			return nil, err
 		}

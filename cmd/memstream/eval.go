@@ -164,15 +164,15 @@ func runEval(ctx context.Context, opts evalRunOptions, stderr io.Writer) (*eval.
 		}
 		defer prod.Close()
 	}
-	bc.Produce = func(ctx context.Context, file string) (int, error) {
+	deps := eval.BenchmarkDeps{Produce: func(ctx context.Context, file string) (int, error) {
 		return broker.ProduceFile(ctx, prod, file, topic, "", stderr)
-	}
+	}}
 	if !bc.NoBaselines {
 		emb, err := newEmbedder(opts.Config)
 		if err != nil {
 			return nil, err
 		}
-		bc.Embedder = emb
+		deps.Embedder = emb
 	}
-	return eval.RunBenchmark(ctx, bc)
+	return eval.RunBenchmark(ctx, deps, bc)
 }
