@@ -232,10 +232,19 @@ func compareCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.StringVar(&c.WorkDir, "work-dir", "", "directory for both systems' data (default: a new temporary one, removed afterwards)")
 	fs.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "bound on each wait (queryable, consolidated)")
 	fs.IntVar(&c.MemstreamMaxTokens, "memstream-max-tokens", 4096, "max_tokens of memstream's timed recalls (Hindsight's: 4096); lower it until mean_results match, for recall at equal result counts")
+	fs.BoolVar(&c.Profile, "profile", false, "after each memstream side, print a line saying where its time went (stage and route times from its metrics, a timeline of the ingest, the recall questions again with trace)")
+	fs.BoolVar(&c.SkipHindsight, "skip-hindsight", false, "run memstream alone (with --profile)")
+	fs.Func("memstream-env", "extra KEY=VALUE for memstream serve (repeatable; e.g. MEMSTREAM_PIPELINE_BATCH_WAIT=10ms)", func(v string) error {
+		if !strings.Contains(v, "=") {
+			return fmt.Errorf("want KEY=VALUE")
+		}
+		c.MemstreamEnv = append(c.MemstreamEnv, v)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if c.HindsightBin == "" {
+	if c.HindsightBin == "" && !c.SkipHindsight {
 		return fmt.Errorf("bench compare: --hindsight-bin is required (scripts/bench-hindsight.sh installs it)")
 	}
 	if c.WorkDir == "" {

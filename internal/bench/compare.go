@@ -44,6 +44,16 @@ type CompareConfig struct {
 	// down to Hindsight's, so both answer with as many results. 0 means
 	// 4096.
 	MemstreamMaxTokens int
+	// Profile adds, after each memstream side, a line saying where its
+	// time went (SideProfile).
+	Profile bool
+	// SkipHindsight runs memstream alone (for profiling).
+	SkipHindsight bool
+	// MemstreamEnv are extra KEY=VALUE settings for memstream serve, after
+	// the bench's own (they win).
+	MemstreamEnv []string
+
+	fakeURL string
 }
 
 // CompareSide is one system's numbers in one round.
@@ -94,16 +104,19 @@ func RunCompare(ctx context.Context, cfg CompareConfig, stdout, stderr io.Writer
 	fsrv := httptest.NewServer(fake)
 	defer fsrv.Close()
 
-	ms, err := startMemstream(ctx, cfg, fsrv.URL+"/v1", log)
+	cfg.fakeURL = fsrv.URL + "/v1"
+	ms, err := startMemstream(ctx, cfg, cfg.fakeURL, log)
 	if err != nil {
 		return err
 	}
 	defer ms.stop()
-	hs, err := startHindsight(ctx, cfg, fsrv.URL+"/v1", log)
-	if err != nil {
-		return err
+	hs := &system{name: "hindsight"}
+	if !cfg.SkipHindsight {
+		if hs, err = startHindsight(ctx, cfg, cfg.fakeURL, log); err != nil {
+			return err
+		}
+		defer hs.stop()
 	}
-	defer hs.stop()
 	progress("memstream on %s, hindsight on %s, fake OpenAI on %s", ms.base, hs.base, fsrv.URL)
 
 	var all []CompareSide
@@ -113,12 +126,19 @@ func RunCompare(ctx context.Context, cfg CompareConfig, stdout, stderr io.Writer
 			order = []*system{hs, ms}
 		}
 		for _, s := range order {
-			side, err := runSide(ctx, cfg, s, round, progress)
+			if s.cmd == nil {
+				continue // skipped
+			}
+			side, prof, err := runSide(ctx, cfg, s, round, progress)
 			if err != nil {
 				return fmt.Errorf("%s round %d: %w", s.name, round, err)
 			}
 			b, _ := json.Marshal(side)
 			fmt.Fprintln(stdout, string(b))
+			if prof != nil {
+				b, _ := json.Marshal(prof)
+				fmt.Fprintln(stdout, string(b))
+			}
 			all = append(all, side)
 		}
 	}
@@ -227,6 +247,7 @@ func startMemstream(ctx context.Context, cfg CompareConfig, fakeURL string, log 
 		"MEMSTREAM_HTTP_ADDR=127.0.0.1:"+strconv.Itoa(httpPort), "MEMSTREAM_KAFKA_EMBEDDED_ADDR=127.0.0.1:"+strconv.Itoa(kafkaPort),
 		"MEMSTREAM_EMBED_PROVIDER=openai", "MEMSTREAM_EMBED_BASE_URL="+fakeURL, "MEMSTREAM_EMBED_MODEL=text-embedding-3-small",
 		"MEMSTREAM_EMBED_DIM="+strconv.Itoa(cfg.Dim), "MEMSTREAM_LLM_PROVIDER=offline", "MEMSTREAM_LOG_LEVEL=warn")
+	s.cmd.Env = append(s.cmd.Env, cfg.MemstreamEnv...)
 	logf, err := os.Create(filepath.Join(cfg.WorkDir, "memstream.log"))
 	if err != nil {
 		return nil, err
@@ -333,11 +354,24 @@ type recallResp struct {
 	} `json:"results"`
 }
 
-func runSide(ctx context.Context, cfg CompareConfig, s *system, round int, progress func(string, ...any)) (CompareSide, error) {
+func runSide(ctx context.Context, cfg CompareConfig, s *system, round int, progress func(string, ...any)) (CompareSide, *SideProfile, error) {
 	side := CompareSide{System: s.name, Round: round, LoadAvg: loadAvg()}
 	evs, last := compareEvents(cfg, round, s.name)
 	progress("%s round %d: retaining %d events into %d banks", s.name, round, len(evs), len(last))
+	var prof *SideProfile
+	var before map[string]statSum
+	var samp *sampler
+	if cfg.Profile && s.name == "memstream" {
+		var err error
+		if before, err = scrape(ctx, s.base); err != nil {
+			return side, nil, fmt.Errorf("profile: %w", err)
+		}
+		prof = &SideProfile{System: s.name, Round: round, SampleMS: 100}
+	}
 	start := time.Now()
+	if prof != nil {
+		samp = startSampler(ctx, s.base, start, before["memstream_pipeline_records_out_total"].Count, float64(len(evs)))
+	}
 	// Ten items per request, four requests in flight: the same for both.
 	const perReq, inflight = 10, 4
 	byBank := map[string][]compareEvent{}
@@ -377,7 +411,10 @@ func runSide(ctx context.Context, cfg CompareConfig, s *system, round int, progr
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return side, firstErr
+		return side, nil, firstErr
+	}
+	if prof != nil {
+		prof.RetainsAnsweredS = time.Since(start).Seconds()
 	}
 	// Queryable: every bank's last event is found by recall.
 	deadline := time.Now().Add(cfg.Timeout)
@@ -392,13 +429,35 @@ func runSide(ctx context.Context, cfg CompareConfig, s *system, round int, progr
 				}) {
 				break
 			}
+			if prof != nil {
+				prof.QueryablePolls++
+			}
 			if time.Now().After(deadline) {
-				return side, fmt.Errorf("bank %s not queryable after %s", bank, cfg.Timeout)
+				return side, nil, fmt.Errorf("bank %s not queryable after %s", bank, cfg.Timeout)
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
+		if prof != nil && prof.FirstBankFoundS == 0 {
+			prof.FirstBankFoundS = time.Since(start).Seconds()
+		}
 	}
 	side.QueryableS = time.Since(start).Seconds()
+	if prof != nil {
+		first, all := samp.finish()
+		prof.QueryableS, prof.FirstPersistedS, prof.AllPersistedS = side.QueryableS, first.Seconds(), all.Seconds()
+		after, err := scrape(ctx, s.base)
+		if err != nil {
+			return side, nil, fmt.Errorf("profile: %w", err)
+		}
+		prof.Stages = delta(before, after, "memstream_pipeline_stage_seconds")
+		prof.IngestRoutes = delta(before, after, "memstream_api_request_seconds")
+		prof.EndToEnd = delta(before, after, "memstream_pipeline_end_to_end_seconds")[""]
+		prof.Commits = 0
+		for _, v := range delta(before, after, "memstream_consumer_commits_total") {
+			prof.Commits += v.Count
+		}
+		prof.Consolidate = delta(before, after, "memstream_consolidation_phase_seconds")
+	}
 	progress("%s round %d: queryable after %.1fs", s.name, round, side.QueryableS)
 	// Consolidated: no bank reports pending consolidation. Hindsight
 	// without an LLM (HINDSIGHT_API_LLM_PROVIDER=none) stores chunks and
@@ -447,10 +506,29 @@ func runSide(ctx context.Context, cfg CompareConfig, s *system, round int, progr
 		t0 := time.Now()
 		var r recallResp
 		if err := postJSON(ctx, s.base+"/v1/default/banks/"+q.bank+"/memories/recall", map[string]any{"query": q.q, "max_tokens": maxTokens}, &r); err != nil {
-			return side, err
+			return side, nil, err
 		}
 		lat = append(lat, time.Since(t0))
 		results += len(r.Results)
+	}
+	if prof != nil {
+		after, err := scrape(ctx, s.base)
+		if err != nil {
+			return side, nil, fmt.Errorf("profile: %w", err)
+		}
+		if prof.Trace, err = traceRecalls(ctx, s.base, qs, maxTokens); err != nil {
+			return side, nil, fmt.Errorf("profile: %w", err)
+		}
+		final, err := scrape(ctx, s.base)
+		if err != nil {
+			return side, nil, fmt.Errorf("profile: %w", err)
+		}
+		// The traced pass's own route and recall times (same questions).
+		prof.RecallRoutes = delta(after, final, "memstream_api_request_seconds")
+		for k, v := range delta(after, final, "memstream_recall_arm_seconds") {
+			prof.RecallRoutes["arm:"+k] = v
+		}
+		prof.FakeEmbedP50MS = fakeEmbedP50(ctx, cfg.fakeURL, 100)
 	}
 	side.RecallP50MS, side.RecallP95MS, side.RecallP99MS = pct(lat, 0.5), pct(lat, 0.95), pct(lat, 0.99)
 	if len(qs) > 0 {
@@ -460,7 +538,7 @@ func runSide(ctx context.Context, cfg CompareConfig, s *system, round int, progr
 	if n, err := store.DatabaseSize(ctx, s.dbURL); err == nil {
 		side.DBSizeMB = float64(n) / (1 << 20)
 	}
-	return side, nil
+	return side, prof, nil
 }
 
 // treeRSSMB sums VmRSS of a process and its descendants (Hindsight runs a
