@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -263,6 +264,31 @@ func TestDeleteOrphanEntities(t *testing.T) {
 		var got int
 		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM entities WHERE id = $1`, id).Scan(&got); err != nil || got != want {
 			t.Errorf("entity %s: %d rows (%v), want %d", id, got, err, want)
+		}
+	}
+}
+
+// TestEntityNameIndexesHaveNoPendingList checks migration 014: the trigram
+// indexes the graph arm searches on every named recall insert directly,
+// so a burst of new entities never leaves a pending list each search
+// scans (docs/BENCHMARKS.md, "where the time goes").
+func TestEntityNameIndexesHaveNoPendingList(t *testing.T) {
+	t.Parallel()
+	url, _ := pgtest.Schema(t)
+	st := open(t, url, 16)
+	ctx := context.Background()
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, idx := range []string{"entities_name_trgm_idx", "entity_aliases_trgm_idx"} {
+		var opts []string
+		if err := st.Pool().QueryRow(ctx, `SELECT coalesce(c.reloptions, '{}') FROM pg_class c
+			JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE n.nspname = current_schema() AND c.relname = $1`, idx).Scan(&opts); err != nil {
+			t.Fatalf("%s: %v", idx, err)
+		}
+		if !slices.Contains(opts, "fastupdate=off") {
+			t.Errorf("%s reloptions = %v, want fastupdate=off", idx, opts)
 		}
 	}
 }
