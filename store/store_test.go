@@ -54,8 +54,12 @@ func TestMigrateIsIdempotentAndGuardsDim(t *testing.T) {
 	if err != nil || len(again) != 0 {
 		t.Fatalf("second migrate applied %v, err %v", again, err)
 	}
+	// pg_class and pg_am, not pg_indexes: its pg_get_indexdef reads every
+	// index of every schema and fails on one a parallel test is dropping.
 	var idx int
-	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'memory_units_embedding_idx' AND indexdef LIKE '%hnsw%'`).Scan(&idx); err != nil || idx != 1 {
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_am a ON a.oid = c.relam
+		WHERE n.nspname = current_schema() AND c.relname = 'memory_units_embedding_idx' AND a.amname = 'hnsw'`).Scan(&idx); err != nil || idx != 1 {
 		t.Fatalf("hnsw index missing: %d %v", idx, err)
 	}
 	other := open(t, url, 32)
