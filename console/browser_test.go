@@ -27,6 +27,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memstream/memstream/internal/proctest"
+
 	"github.com/chromedp/chromedp"
 )
 
@@ -171,15 +173,7 @@ func startServer(t *testing.T, ctx context.Context) *srv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	bin := os.Getenv("MEMSTREAM_BIN")
-	if bin == "" {
-		bin = filepath.Join(dir, "memstream")
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/memstream")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, out)
-		}
-	}
+	bin := proctest.Binary(t)
 	httpPort, kafkaPort, pgPort := freePort(t), freePort(t), freePort(t)
 	cfg := filepath.Join(dir, "memstream.yaml")
 	yaml := fmt.Sprintf(`data_dir: %s
@@ -215,7 +209,7 @@ auth:
 			<-exited
 		}
 		if t.Failed() {
-			t.Logf("memstream serve log (tail):\n%s", tail(s.logBuf.String(), 6000))
+			t.Logf("memstream serve log (tail):\n%s", proctest.Tail(s.logBuf.String(), 6000))
 		}
 	})
 	err = waitFor(ctx, "memstream serve to be ready", func() (bool, error) {
@@ -325,13 +319,6 @@ func (s *srv) produce(t *testing.T, ctx context.Context, file, stdin string) {
 	}
 }
 
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
-}
-
 // browser starts headless Chromium with the flags this machine needs: no
 // sandbox as root, and no background networking (the network is closed,
 // and Chromium would otherwise retry its own services many times a second).
@@ -344,9 +331,25 @@ func browser(t *testing.T, parent context.Context) context.Context {
 			t.Fatal("chromium is not on PATH: run scripts/install-browser.sh (make test does)")
 		}
 	}
+	// Not t.TempDir: Chromium's helper processes may still write to the
+	// profile for a moment after the browser exits, and t.TempDir's cleanup
+	// fails the test on a directory that is not empty.
+	profile, err := os.MkdirTemp("", "memstream-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 20 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		t.Logf("could not remove the Chromium profile %s", profile)
+	})
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.Headless,
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
@@ -379,7 +382,7 @@ func browser(t *testing.T, parent context.Context) context.Context {
 		cancelB()
 		cancelA()
 		if attempt == 2 {
-			t.Fatalf("start chromium %s: %v\n%s", exe, err, tail(out.String(), 4000))
+			t.Fatalf("start chromium %s: %v\n%s", exe, err, proctest.Tail(out.String(), 4000))
 		}
 		t.Logf("start chromium %s: %v; trying once more", exe, err)
 	}

@@ -13,14 +13,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memstream/memstream/internal/proctest"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -57,7 +57,7 @@ func TestChaos(t *testing.T) {
 	}
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	bin := buildMemstream(t)
+	bin := proctest.Binary(t)
 	began := time.Now()
 
 	// The database: a server of the test's own, restarted mid-run.
@@ -304,7 +304,7 @@ type proc struct {
 	name   string
 	cmd    *exec.Cmd
 	addr   string
-	log    *lockedBuffer
+	log    *proctest.LogBuffer
 	exited chan struct{}
 	err    error
 }
@@ -333,7 +333,7 @@ func (s *scenario) serve(name string) *proc {
 		"MEMSTREAM_CONSOLIDATION_ENABLED=false",
 		"MEMSTREAM_LOG_LEVEL=warn",
 	)
-	p := &proc{name: name, cmd: cmd, addr: addr, log: &lockedBuffer{}, exited: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, addr: addr, log: &proctest.LogBuffer{}, exited: make(chan struct{})}
 	cmd.Stdout = io.Discard
 	cmd.Stderr = p.log
 	if err := cmd.Start(); err != nil {
@@ -348,7 +348,7 @@ func (s *scenario) serve(name string) *proc {
 			<-p.exited
 		}
 		if s.t.Failed() {
-			s.t.Logf("log of memstream %s:\n%s", name, tail(p.log.String(), 4000))
+			s.t.Logf("log of memstream %s:\n%s", name, proctest.Tail(p.log.String(), 4000))
 		}
 	})
 	return p
@@ -387,7 +387,7 @@ func (s *scenario) waitReady(p *proc) {
 		}
 		select {
 		case <-p.exited:
-			s.t.Fatalf("memstream %s exited at start: %v\n%s", p.name, p.err, tail(p.log.String(), 4000))
+			s.t.Fatalf("memstream %s exited at start: %v\n%s", p.name, p.err, proctest.Tail(p.log.String(), 4000))
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -529,57 +529,4 @@ func readAll(t *testing.T, brokers []string, topic string, want int) []*kgo.Reco
 		out = append(out, cl.PollFetches(ctx).Records()...)
 	}
 	return out
-}
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-func buildMemstream(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "chaos-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "memstream")
-		_, file, _, _ := runtime.Caller(0)
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/memstream")
-		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/memstream: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-// lockedBuffer collects a process's log safely.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memstream/memstream/internal/proctest"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/memstream/memstream/broker"
@@ -16,7 +18,7 @@ import (
 // dlqReplay runs `memstream dlq replay` against the harness's topics.
 func (h *harness) dlqReplay(args ...string) string {
 	h.t.Helper()
-	cmd := exec.Command(memstreamBin(h.t), append([]string{"dlq", "replay",
+	cmd := exec.Command(proctest.Binary(h.t), append([]string{"dlq", "replay",
 		"--set", "kafka.brokers=" + strings.Join(h.brokers, ","),
 		"--set", "kafka.topics=" + h.topic,
 		"--set", "kafka.dlq_topic=" + h.dlq}, args...)...)

@@ -2,94 +2,31 @@ package kafkait
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memstream/memstream/internal/proctest"
 )
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// memstreamBin builds cmd/memstream once per test binary.
-func memstreamBin(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kafkait-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "memstream")
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/memstream")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/memstream: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-// lockedBuffer collects a process's stderr (its log) safely.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // proc is one `memstream serve` process.
 type proc struct {
 	name   string
 	cmd    *exec.Cmd
-	log    *lockedBuffer
+	log    *proctest.LogBuffer
 	exited chan struct{}
 	err    error // set before exited closes
 	addr   string
-}
-
-// freeAddr returns a loopback address with a port that was free a moment
-// ago: ingest-only processes do not log where their ops listener bound, so
-// the test chooses the port.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // serve starts `memstream serve --roles ingest` against the harness's
@@ -98,8 +35,8 @@ func freeAddr(t *testing.T) string {
 // a deployment sets them.
 func (h *harness) serve(name, group string, extraEnv ...string) *proc {
 	h.t.Helper()
-	bin := memstreamBin(h.t)
-	addr := freeAddr(h.t)
+	bin := proctest.Binary(h.t)
+	addr := proctest.FreeAddr(h.t)
 	cmd := exec.Command(bin, "serve", "--roles", "ingest")
 	cmd.Env = append(os.Environ(),
 		"MEMSTREAM_DATA_DIR="+filepath.Join(h.t.TempDir(), name),
@@ -120,7 +57,7 @@ func (h *harness) serve(name, group string, extraEnv ...string) *proc {
 		"MEMSTREAM_LOG_LEVEL=info",
 	)
 	cmd.Env = append(cmd.Env, extraEnv...)
-	p := &proc{name: name, cmd: cmd, log: &lockedBuffer{}, exited: make(chan struct{}), addr: addr}
+	p := &proc{name: name, cmd: cmd, log: &proctest.LogBuffer{}, exited: make(chan struct{}), addr: addr}
 	cmd.Stdout = io.Discard
 	cmd.Stderr = p.log
 	if err := cmd.Start(); err != nil {
@@ -138,7 +75,7 @@ func (h *harness) serve(name, group string, extraEnv ...string) *proc {
 			<-p.exited
 		}
 		if h.t.Failed() {
-			h.t.Logf("--- log of %s ---\n%s", p.name, tail(p.log.String(), 40))
+			h.t.Logf("--- log of %s ---\n%s", p.name, proctest.Tail(p.log.String(), 40))
 		}
 	})
 	deadline := time.Now().Add(2 * time.Minute)
@@ -157,18 +94,10 @@ func (h *harness) serve(name, group string, extraEnv ...string) *proc {
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("%s not ready within 2m (last: %d %s):\n%s", name, code, body, tail(p.log.String(), 30))
+			h.t.Fatalf("%s not ready within 2m (last: %d %s):\n%s", name, code, body, proctest.Tail(p.log.String(), 30))
 		}
 	}
 	return p
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // waitLog waits until the log holds at least n lines containing s.
@@ -177,7 +106,7 @@ func (p *proc) waitLog(t *testing.T, s string, n int, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for strings.Count(p.log.String(), s) < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d × %q not logged within %s:\n%s", p.name, n, s, timeout, tail(p.log.String(), 30))
+			t.Fatalf("%s: %d × %q not logged within %s:\n%s", p.name, n, s, timeout, proctest.Tail(p.log.String(), 30))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -202,10 +131,10 @@ func (p *proc) terminate(t *testing.T) {
 	select {
 	case <-p.exited:
 	case <-time.After(90 * time.Second):
-		t.Fatalf("%s did not exit within 90s of SIGTERM:\n%s", p.name, tail(p.log.String(), 30))
+		t.Fatalf("%s did not exit within 90s of SIGTERM:\n%s", p.name, proctest.Tail(p.log.String(), 30))
 	}
 	if p.err != nil {
-		t.Fatalf("%s exited with %v after SIGTERM:\n%s", p.name, p.err, tail(p.log.String(), 30))
+		t.Fatalf("%s exited with %v after SIGTERM:\n%s", p.name, p.err, proctest.Tail(p.log.String(), 30))
 	}
 }
 
@@ -463,8 +392,6 @@ func nonEmptyAssignments(ps []*proc) int {
 // TestMain removes the memstream binary the tests built.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binPath != "" {
-		_ = os.RemoveAll(filepath.Dir(binPath))
-	}
+	proctest.RemoveBinary()
 	os.Exit(code)
 }

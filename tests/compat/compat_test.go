@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memstream/memstream/internal/proctest"
+
 	"github.com/memstream/memstream/internal/toolcache"
 )
 
@@ -38,7 +40,7 @@ func TestHindsightClient(t *testing.T) {
 		t.Skip("the client suite starts a server and a Python virtualenv")
 	}
 	py := venv(t)
-	bin := buildMemstream(t)
+	bin := proctest.Binary(t)
 	url := startServer(t, bin)
 
 	results := filepath.Join(t.TempDir(), "results.json")
@@ -96,26 +98,6 @@ func venv(t *testing.T) string {
 	})
 }
 
-func buildMemstream(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "memstream")
-	c := exec.Command("go", "build", "-o", bin, "../../cmd/memstream")
-	if b, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
-	return bin
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // startServer runs `memstream serve` with its own data directory and free
 // ports, and returns its base URL once it is ready.
 func startServer(t *testing.T, bin string) string {
@@ -128,8 +110,8 @@ func startServer(t *testing.T, bin string) string {
 			t.Fatal(err)
 		}
 	}
-	httpAddr := freeAddr(t)
-	_, pgPort, _ := net.SplitHostPort(freeAddr(t))
+	httpAddr := proctest.FreeAddr(t)
+	_, pgPort, _ := net.SplitHostPort(proctest.FreeAddr(t))
 	cfg := fmt.Sprintf(`data_dir: %s
 http:
   addr: %s
@@ -153,7 +135,7 @@ auth:
   keys:
     - {name: admin, key: %s, banks: ["*"], scopes: [admin]}
     - {name: scoped, key: %s, banks: [scoped-bank], scopes: [write]}
-`, filepath.Join(dir, "data"), httpAddr, freeAddr(t), pgPort, adminKey, bankKey)
+`, filepath.Join(dir, "data"), httpAddr, proctest.FreeAddr(t), pgPort, adminKey, bankKey)
 	cfgPath := filepath.Join(dir, "memstream.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -181,7 +163,7 @@ auth:
 		logf.Close()
 		if t.Failed() {
 			if b, err := os.ReadFile(logf.Name()); err == nil {
-				t.Logf("serve log (tail):\n%s", tail(string(b), 4000))
+				t.Logf("serve log (tail):\n%s", proctest.Tail(string(b), 4000))
 			}
 		}
 	})
@@ -191,7 +173,7 @@ auth:
 		select {
 		case err := <-done:
 			b, _ := os.ReadFile(logf.Name())
-			t.Fatalf("memstream serve exited: %v\n%s", err, tail(string(b), 4000))
+			t.Fatalf("memstream serve exited: %v\n%s", err, proctest.Tail(string(b), 4000))
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -208,13 +190,6 @@ auth:
 	}
 	t.Fatal("memstream serve was not ready within 3 minutes")
 	return ""
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
 }
 
 // report is what conftest.py writes: every method of the installed client

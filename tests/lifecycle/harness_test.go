@@ -1,22 +1,18 @@
 package lifecycle
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memstream/memstream/internal/proctest"
 
 	"go.uber.org/goleak"
 
@@ -25,45 +21,6 @@ import (
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// memstreamBin builds cmd/memstream once per test binary.
-func memstreamBin(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "lifecycle-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "memstream")
-		_, file, _, _ := runtime.Caller(0)
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/memstream")
-		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/memstream: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // site is one deployment: a data directory (the embedded Kafka's log), a
@@ -81,41 +38,24 @@ type site struct {
 func newSite(t *testing.T, env ...string) *site {
 	t.Helper()
 	url, _ := pgtest.Schema(t)
-	return &site{t: t, dir: t.TempDir(), dbURL: url, http: freeAddr(t), kafka: freeAddr(t), env: env}
+	return &site{t: t, dir: t.TempDir(), dbURL: url, http: proctest.FreeAddr(t), kafka: proctest.FreeAddr(t), env: env}
 }
 
 // proc is one `memstream serve` process.
 type proc struct {
 	name   string
 	cmd    *exec.Cmd
-	log    *lockedBuffer
+	log    *proctest.LogBuffer
 	exited chan struct{}
 	err    error
 	base   string
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // serve starts `memstream serve --roles roles` and waits until it is ready.
 func (s *site) serve(name, roles string, extra ...string) *proc {
 	t := s.t
 	t.Helper()
-	cmd := exec.Command(memstreamBin(t), "serve", "--roles", roles)
+	cmd := exec.Command(proctest.Binary(t), "serve", "--roles", roles)
 	cmd.Env = append(os.Environ(),
 		"MEMSTREAM_DATA_DIR="+s.dir,
 		"MEMSTREAM_DATABASE_URL="+s.dbURL,
@@ -132,7 +72,7 @@ func (s *site) serve(name, roles string, extra ...string) *proc {
 		"MEMSTREAM_LOG_LEVEL=info",
 	)
 	cmd.Env = append(append(cmd.Env, s.env...), extra...)
-	p := &proc{name: name, cmd: cmd, log: &lockedBuffer{}, exited: make(chan struct{}), base: "http://" + s.http}
+	p := &proc{name: name, cmd: cmd, log: &proctest.LogBuffer{}, exited: make(chan struct{}), base: "http://" + s.http}
 	cmd.Stdout, cmd.Stderr = io.Discard, p.log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -154,7 +94,7 @@ func (s *site) serve(name, roles string, extra ...string) *proc {
 			}
 		}
 		if t.Failed() {
-			t.Logf("--- log of %s ---\n%s", p.name, tail(p.log.String(), 40))
+			t.Logf("--- log of %s ---\n%s", p.name, proctest.Tail(p.log.String(), 40))
 		}
 	})
 	deadline := time.Now().Add(2 * time.Minute)
@@ -164,11 +104,11 @@ func (s *site) serve(name, roles string, extra ...string) *proc {
 		}
 		select {
 		case <-p.exited:
-			t.Fatalf("%s exited during start: %v\n%s", name, p.err, tail(p.log.String(), 40))
+			t.Fatalf("%s exited during start: %v\n%s", name, p.err, proctest.Tail(p.log.String(), 40))
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready within 2m:\n%s", name, tail(p.log.String(), 40))
+			t.Fatalf("%s not ready within 2m:\n%s", name, proctest.Tail(p.log.String(), 40))
 		}
 	}
 }
@@ -255,12 +195,4 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
