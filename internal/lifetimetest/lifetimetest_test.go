@@ -91,7 +91,7 @@ func TestCheckStop(t *testing.T) {
 	}
 	early := newFake()
 	early.stopEarly = true
-	if got := check(t, early); got != "Stop returned before Run" {
+	if got := check(t, early); got != "Stop returned and Run had not 1s later" {
 		t.Fatalf("Stop before Run: got %q", got)
 	}
 }

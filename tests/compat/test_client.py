@@ -660,8 +660,13 @@ def test_webhooks(client, run, webhook_sink):
     assert got, "no delivery"
     body, sig = got[0]
     assert json.loads(body)["event"] == "retain.completed" and webhook_sink.verify(body, sig, "s3cret")
-    dl = run(client.webhooks.list_webhook_deliveries(bank, wh.id))
-    assert dl.items and dl.items[0].status == "delivered" and dl.items[0].event_type == "retain.completed"
+    # The server marks the delivery once the sink has answered, a moment
+    # after the sink has the body.
+    def delivered():
+        d = run(client.webhooks.list_webhook_deliveries(bank, wh.id))
+        return d if d.items and d.items[0].status == "delivered" else None
+    dl = wait_until(delivered, timeout=10)
+    assert dl and dl.items[0].event_type == "retain.completed", "delivery not marked delivered"
     upd = run(client.webhooks.update_webhook(bank, wh.id, M.UpdateWebhookRequest(enabled=False)))
     assert upd.enabled is False
     assert run(client.webhooks.delete_webhook(bank, wh.id)).success is True
