@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/memstream/memstream/internal/wait"
+
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
@@ -359,17 +361,6 @@ func (w *Worker) Run(ctx context.Context) error {
 // worker) and Stop returns once Run has, or when ctx ends.
 func (w *Worker) Stop(ctx context.Context) error { return w.life.Stop(ctx) }
 
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 func (w *Worker) loop(ctx context.Context, id string) {
 	for ctx.Err() == nil {
 		job, err := w.st.ClaimJob(ctx, store.JobConsolidate, id)
@@ -377,7 +368,7 @@ func (w *Worker) loop(ctx context.Context, id string) {
 			if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
 				w.log.Warn("claim consolidation job", slog.Any("error", err))
 			}
-			if !sleep(ctx, w.cfg.PollInterval) {
+			if !wait.Sleep(ctx, w.cfg.PollInterval) {
 				return
 			}
 			continue
@@ -519,7 +510,7 @@ func (w *Worker) housekeeping(ctx context.Context) {
 		} else if n > 0 {
 			w.log.Info("deleted orphan entities", slog.Int64("entities", n))
 		}
-		if !sleep(ctx, w.cfg.HousekeepingInterval) {
+		if !wait.Sleep(ctx, w.cfg.HousekeepingInterval) {
 			return
 		}
 	}
@@ -549,7 +540,7 @@ func (w *Worker) UpdateMetrics(ctx context.Context) error {
 }
 
 func (w *Worker) schedule(ctx context.Context) {
-	for sleep(ctx, w.cfg.MentalModelSchedule) {
+	for wait.Sleep(ctx, w.cfg.MentalModelSchedule) {
 		banks, err := w.st.BanksWithMentalModels(ctx)
 		if err != nil {
 			if ctx.Err() == nil {

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/memstream/memstream/internal/wait"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -96,40 +98,15 @@ type Consumer struct {
 
 	inflightRecords atomic.Int64
 	inflightBytes   atomic.Int64
-	inSink          atomic.Int64 // records handed to the sink and not yet acknowledged
-	progress        broadcast    // fires whenever a record is acknowledged or released
-	stopping        atomic.Bool  // the final revoke of a shutdown does not wait again
-	killed          atomic.Bool  // Kill: the final revoke commits nothing, as a crash would
+	inSink          atomic.Int64   // records handed to the sink and not yet acknowledged
+	progress        wait.Broadcast // fires whenever a record is acknowledged or released
+	stopping        atomic.Bool    // the final revoke of a shutdown does not wait again
+	killed          atomic.Bool    // Kill: the final revoke commits nothing, as a crash would
 
 	stopOnce sync.Once
 	stopReq  chan struct{}   // closed by Stop
 	stopCtx  context.Context // Stop's context, read after stopReq is closed
 	finished chan struct{}   // closed when Run returns
-}
-
-// broadcast wakes every waiter at once; a waiter takes the channel, checks
-// its condition, then waits on the channel.
-type broadcast struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func (b *broadcast) wait() <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.ch == nil {
-		b.ch = make(chan struct{})
-	}
-	return b.ch
-}
-
-func (b *broadcast) fire() {
-	b.mu.Lock()
-	if b.ch != nil {
-		close(b.ch)
-		b.ch = nil
-	}
-	b.mu.Unlock()
 }
 
 type metrics struct {
@@ -270,7 +247,7 @@ func (c *Consumer) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[str
 // acknowledgement instead of polling.
 func (c *Consumer) waitUntil(ctx context.Context, cond func() bool) bool {
 	for {
-		ch := c.progress.wait()
+		ch := c.progress.C()
 		if cond() {
 			return true
 		}
@@ -324,7 +301,7 @@ func (c *Consumer) release(records, bytes int) {
 		c.m.inflight.Set(float64(c.inflightRecords.Load()))
 		c.m.inflightB.Set(float64(c.inflightBytes.Load()))
 	}
-	c.progress.fire()
+	c.progress.Fire()
 }
 
 // commit commits the marks of the given partitions (all when nil).
@@ -636,7 +613,7 @@ func (c *Consumer) hand(ctx context.Context, pr polled) error {
 		once.Do(func() {
 			tr.unhand(pr.ticket)
 			c.inSink.Add(-1)
-			c.progress.fire()
+			c.progress.Fire()
 		})
 		return fmt.Errorf("submit %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 	}

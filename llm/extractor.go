@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/memstream/memstream/internal/wait"
 
 	"github.com/prometheus/client_golang/prometheus"
 	openai "github.com/sashabaranov/go-openai"
@@ -309,7 +310,7 @@ func (e *Extractor) call(ctx context.Context, msgs []openai.ChatCompletionMessag
 		}
 		e.m.retries.Inc()
 		e.log.Debug("llm call failed; retrying", slog.Int("attempt", attempt+1), slog.Any("error", err))
-		if !sleep(ctx, jitter(delay)) {
+		if !wait.Sleep(ctx, wait.Jitter(delay)) {
 			return "", ctx.Err()
 		}
 		delay = min(delay*2, e.cfg.MaxBackoff)
@@ -461,24 +462,6 @@ func outcome(err error) string {
 		return "timeout"
 	}
 	return "network_error"
-}
-
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return d/2 + time.Duration(rand.Int64N(int64(d)))
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // Check returns a probe of an OpenAI-compatible endpoint (its model

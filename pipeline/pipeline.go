@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memstream/memstream/internal/wait"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -390,7 +392,7 @@ type envelope struct {
 type keyTable struct {
 	mu      sync.Mutex
 	counts  map[string]*keyCount
-	changed broadcast
+	changed wait.Broadcast
 }
 
 type keyCount struct{ shared, long int }
@@ -430,13 +432,13 @@ func (k *keyTable) leave(key string, long bool) {
 		}
 	}
 	k.mu.Unlock()
-	k.changed.fire()
+	k.changed.Fire()
 }
 
 // waitShared blocks until key has no record left in a shared lane.
 func (k *keyTable) waitShared(ctx context.Context, key string) bool {
 	for {
-		ch := k.changed.wait()
+		ch := k.changed.C()
 		k.mu.Lock()
 		c := k.counts[key]
 		clear := c == nil || c.shared == 0
@@ -450,29 +452,4 @@ func (k *keyTable) waitShared(ctx context.Context, key string) bool {
 			return false
 		}
 	}
-}
-
-// broadcast wakes every waiter at once; a waiter takes the channel, checks
-// its condition, then waits on the channel.
-type broadcast struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func (b *broadcast) wait() <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.ch == nil {
-		b.ch = make(chan struct{})
-	}
-	return b.ch
-}
-
-func (b *broadcast) fire() {
-	b.mu.Lock()
-	if b.ch != nil {
-		close(b.ch)
-		b.ch = nil
-	}
-	b.mu.Unlock()
 }

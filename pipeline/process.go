@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memstream/memstream/internal/wait"
+
 	"github.com/memstream/memstream/chunk"
 	"github.com/memstream/memstream/defense"
 	"github.com/memstream/memstream/event"
@@ -53,7 +55,7 @@ func (l *lane) prepare(ctx context.Context, rec *record) ([]*item, *event.Error)
 		stalled := &item{msg: m, rec: rec, ev: ev}
 		l.stall(stagePrepare, stalled, perr, classify(perr, faultTransient))
 		p.log.Warn("defense policy unavailable; the record waits for it", slog.String("bank", ev.BankID), slog.Any("error", perr))
-		if !sleepCtx(ctx, jitter(delay)) {
+		if !wait.Sleep(ctx, wait.Jitter(delay)) {
 			return nil, nil
 		}
 		delay = min(delay*2, 10*time.Second)
@@ -446,7 +448,7 @@ func (p *Pipeline) deadLetter(l *lane, rec *record, e *event.Error) {
 		l.stall(stageDeadLetter, stall, err, faultTransient)
 		p.log.Warn("dead-letter write failed; retrying", slog.String("topic", m.Record.Topic),
 			slog.Int("partition", int(m.Record.Partition)), slog.Int64("offset", m.Record.Offset), slog.Any("error", err))
-		if !sleepCtx(l.ctx, jitter(delay)) {
+		if !wait.Sleep(l.ctx, wait.Jitter(delay)) {
 			l.idle(stageDeadLetter)
 			return
 		}

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"time"
+
+	"github.com/memstream/memstream/internal/wait"
 
 	"github.com/memstream/memstream/event"
 	"github.com/memstream/memstream/store"
@@ -207,7 +208,7 @@ func (l *lane) runStage(stage string, fallback faultClass, batch []*item, fn sta
 		p.m.retries.WithLabelValues(stage).Inc()
 		l.stall(stage, retry[0], stallErr, stallClass)
 		p.logStall(stage, retry, stallErr, stallClass)
-		if !sleepCtx(l.ctx, jitter(delay)) {
+		if !wait.Sleep(l.ctx, wait.Jitter(delay)) {
 			break
 		}
 		delay = min(delay*2, maxBackoff(stallClass))
@@ -251,19 +252,4 @@ func (p *Pipeline) logStall(stage string, retry []*item, err error, class faultC
 	p.log.Warn("stage failed; records stall and are retried", slog.String("stage", stage), slog.String("class", class.String()),
 		slog.Int("records", len(retry)), slog.String("topic", r.Topic), slog.Int("partition", int(r.Partition)),
 		slog.Int64("offset", r.Offset), slog.String("bank", retry[0].ev.BankID), slog.Any("error", err))
-}
-
-func jitter(d time.Duration) time.Duration {
-	return d/2 + time.Duration(rand.Int64N(int64(d)))
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
