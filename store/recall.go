@@ -46,11 +46,28 @@ const (
 	// index.
 	qSetGeneric = `SELECT set_config('transaction_read_only', 'on', true),
 		set_config('plan_cache_mode', 'force_generic_plan', true)`
-	qSemanticArm = `SELECT m.id, 1 - (m.embedding <=> $5::halfvec) AS sim
-	FROM memory_units m
-	WHERE ` + unitFilter + ` AND m.embedding IS NOT NULL
-	ORDER BY m.embedding <=> $5::halfvec
-	LIMIT $6`
+	// qSemanticArm is the HNSW probe, and the bank's rows read exactly
+	// when the probe comes back short: in a table many banks share, the
+	// iterative scan stops after hnsw.max_scan_tuples index tuples, and a
+	// bank whose rows lie far from the query then has fewer than the limit
+	// among them. The second branch's condition is a one-time filter, so
+	// it is never executed while the probe fills the limit; its distance
+	// expression (+ 0) is one the index cannot serve.
+	qSemanticArm = `WITH h AS MATERIALIZED (
+		SELECT m.id, m.embedding <=> $5::halfvec AS d
+		FROM memory_units m
+		WHERE ` + unitFilter + ` AND m.embedding IS NOT NULL
+		ORDER BY m.embedding <=> $5::halfvec
+		LIMIT $6)
+	SELECT id, 1 - d AS sim FROM h WHERE (SELECT count(*) FROM h) >= $6
+	UNION ALL
+	SELECT id, 1 - d FROM (
+		SELECT m.id, (m.embedding <=> $5::halfvec) + 0 AS d
+		FROM memory_units m
+		WHERE ` + unitFilter + ` AND m.embedding IS NOT NULL
+		ORDER BY 2
+		LIMIT $6) e
+	WHERE (SELECT count(*) FROM h) < $6`
 )
 
 const (
