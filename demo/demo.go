@@ -242,23 +242,33 @@ func showLearning(ctx context.Context, c *apiclient.Client, w io.Writer) {
 	var ans struct {
 		Text    string `json:"text"`
 		BasedOn struct {
-			Memories     []string `json:"memories"`
-			Observations []string `json:"observations"`
+			Memories []struct {
+				Type string `json:"type"`
+			} `json:"memories"`
 		} `json:"based_on"`
 	}
 	q := "Where does Alice live now?"
-	if err := c.Call(ctx, "POST", "/v1/default/banks/alice/reflect", map[string]any{"query": q}, &ans); err != nil {
+	// include.facts: the Hindsight-shaped answer lists its sources only
+	// when asked to.
+	if err := c.Call(ctx, "POST", "/v1/default/banks/alice/reflect", map[string]any{"query": q, "include": map[string]any{"facts": map[string]any{}}}, &ans); err != nil {
 		fmt.Fprintf(w, "\n(reflect: %v)\n", err)
 	} else {
-		fmt.Fprintf(w, "\n== reflect %q\n%s\n   (based on %d observations, %d facts)\n", q, indent(ans.Text), len(ans.BasedOn.Observations), len(ans.BasedOn.Memories))
+		obs := 0
+		for _, m := range ans.BasedOn.Memories {
+			if m.Type == "observation" {
+				obs++
+			}
+		}
+		fmt.Fprintf(w, "\n== reflect %q\n%s\n   (based on %d observations, %d facts)\n", q, indent(ans.Text), obs, len(ans.BasedOn.Memories)-obs)
 	}
 	var mm struct {
-		ID      string `json:"id"`
-		Content string `json:"content"`
+		ID          string `json:"id"`
+		Content     string `json:"content"`
+		OperationID string `json:"operation_id"`
 	}
 	body := map[string]any{"name": "email-style", "source_query": "How does Alice want her emails written?"}
 	if err := c.Call(ctx, "POST", "/v1/default/banks/alice/mental-models", body, &mm); err != nil {
-		// Already created by an earlier demo run: find it.
+		// Already created by an earlier demo run: find it, and refresh it.
 		var models struct {
 			Items []struct {
 				ID   string `json:"id"`
@@ -272,16 +282,51 @@ func showLearning(ctx context.Context, c *apiclient.Client, w io.Writer) {
 				}
 			}
 		}
+		if mm.ID == "" {
+			return
+		}
+		if err := c.Call(ctx, "POST", "/v1/default/banks/alice/mental-models/"+mm.ID+"/refresh", map[string]any{}, &mm); err != nil {
+			fmt.Fprintf(w, "\n(mental model refresh: %v)\n", err)
+			return
+		}
 	}
-	if mm.ID == "" {
-		return
-	}
-	if err := c.Call(ctx, "POST", "/v1/default/banks/alice/mental-models/"+mm.ID+"/refresh", map[string]any{}, nil); err != nil {
-		fmt.Fprintf(w, "\n(mental model refresh: %v)\n", err)
+	// Its content is written by an asynchronous operation.
+	if err := waitOperation(ctx, c, "alice", mm.OperationID, time.Minute); err != nil {
+		fmt.Fprintf(w, "\n(mental model: %v)\n", err)
 		return
 	}
 	if err := c.Call(ctx, "GET", "/v1/default/banks/alice/mental-models/"+mm.ID, nil, &mm); err == nil {
 		fmt.Fprintf(w, "\n== mental model \"email-style\" (How does Alice want her emails written?)\n%s\n", indent(mm.Content))
+	}
+}
+
+// waitOperation polls an asynchronous operation until it completes, and
+// fails if it fails, is cancelled, or is still running after limit.
+func waitOperation(ctx context.Context, c *apiclient.Client, bank, id string, limit time.Duration) error {
+	if id == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		var op struct {
+			Status       string `json:"status"`
+			ErrorMessage string `json:"error_message"`
+		}
+		if err := c.Call(ctx, "GET", "/v1/default/banks/"+bank+"/operations/"+id, nil, &op); err != nil {
+			return fmt.Errorf("operation %s: %w", id, err)
+		}
+		switch op.Status {
+		case "completed":
+			return nil
+		case "failed", "cancelled", "not_found":
+			return fmt.Errorf("operation %s %s: %s", id, op.Status, op.ErrorMessage)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("operation %s still %s after %s", id, op.Status, limit)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
 
