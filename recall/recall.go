@@ -116,10 +116,22 @@ const (
 	// HeuristicArmWeights weighs the arms in RRF (Config.ArmWeights);
 	// off, every arm counts the same.
 	HeuristicArmWeights = "arm_weights"
+	// HeuristicSuggestion embeds a request for a suggestion behind a
+	// statement of taste and habit (suggest.go), so that it finds what
+	// the asker likes and usually does.
+	HeuristicSuggestion = "suggestion"
+	// HeuristicPresent orders the head of the answer to a question about
+	// the present state of something by full recency (present.go), so the
+	// newest statement of a changed state ranks above the older ones.
+	HeuristicPresent = "present"
+	// HeuristicChange embeds a question about the present behind a
+	// statement of change (present.go), so that it finds the statement
+	// that changed the state.
+	HeuristicChange = "change"
 )
 
 // Heuristics lists every switchable heuristic, in ablation order.
-var Heuristics = []string{HeuristicDedupe, HeuristicRecency, HeuristicQueryForm, HeuristicArmWeights}
+var Heuristics = []string{HeuristicDedupe, HeuristicRecency, HeuristicQueryForm, HeuristicArmWeights, HeuristicSuggestion, HeuristicPresent, HeuristicChange}
 
 // Scores explains a result's rank.
 type Scores struct {
@@ -497,7 +509,14 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 		ectx, cancel := context.WithTimeout(ctx, r.cfg.ArmTimeout)
 		defer cancel()
 		t0 := time.Now()
-		vs, err := r.emb.EmbedQueries(ectx, []string{q.Query})
+		text := q.Query
+		if !q.off[HeuristicSuggestion] {
+			text = suggestionQuery(text)
+		}
+		if !q.off[HeuristicChange] && text == q.Query && len(q.windows) == 0 {
+			text = changeQuery(text)
+		}
+		vs, err := r.emb.EmbedQueries(ectx, []string{text})
 		q.embedDur = time.Since(t0)
 		switch {
 		case err != nil:
@@ -590,6 +609,9 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 		scoreResults(hs, fs, q, r.cfg)
 		if !q.off[HeuristicDedupe] {
 			hs, collapsed = collapseDuplicates(hs)
+		}
+		if !q.off[HeuristicPresent] && !q.off[HeuristicRecency] && len(q.windows) == 0 && presentQuery(q.Query) {
+			presentOrder(hs, q, r.cfg.RecencyHalfLife)
 		}
 		if r.rr != nil && !q.SkipRerank {
 			rerankNote = r.rerank(ctx, q.Query, hs)

@@ -74,6 +74,11 @@ func (h *hydrated) factTime() time.Time {
 // period rather than to today, so asking about 2019 does not punish facts
 // from 2019 for being old.
 func recency(t time.Time, q *query, halfLife time.Duration) float64 {
+	return recencyWithFloor(t, q, halfLife, recencyFloor)
+}
+
+// recencyWithFloor is recency with floor as the factor of a very old fact.
+func recencyWithFloor(t time.Time, q *query, halfLife time.Duration, floor float64) float64 {
 	if halfLife <= 0 {
 		return 1
 	}
@@ -97,7 +102,7 @@ func recency(t time.Time, q *query, halfLife time.Duration) float64 {
 		}
 	}
 	decay := math.Exp2(-float64(dist) / float64(halfLife))
-	return recencyFloor + (1-recencyFloor)*decay
+	return floor + (1-floor)*decay
 }
 
 // fitBudget keeps results in order while they fit maxTokens. It stops at
