@@ -278,8 +278,13 @@ func latinWords(s string) []word {
 			}
 			break
 		}
+		// A possessive is not part of the word: Emma's → Emma.
+		next := j
+		if j-i > 2 && s[j-1] == 's' && s[j-2] == '\'' {
+			j -= 2
+		}
 		ws = append(ws, word{s[i:j], i, j})
-		i = j
+		i = next
 	}
 	return ws
 }
@@ -403,13 +408,45 @@ func findHandlesTitles(s string, out []span) []span {
 	return out
 }
 
-// appendTitle keeps short quotations only: a long one is speech, not a title.
+// appendTitle keeps short quotations only: a long one is speech, not a
+// title; and a quotation in Latin script only when it is written as a title
+// (see titleCased), not a phrase quoted as an example.
 func appendTitle(out []span, s string, start, innerStart, innerEnd, end int) []span {
 	inner := strings.TrimSpace(s[innerStart:innerEnd])
-	if n := utf8.RuneCountInString(inner); n == 0 || n > 60 {
+	if n := utf8.RuneCountInString(inner); n == 0 || n > 60 || !titleCased(inner) {
 		return out
 	}
 	return append(out, span{start, end, inner, KindTitle})
+}
+
+// titleMinor are the words English title case leaves in lower case.
+var titleMinor = map[string]bool{
+	"a": true, "an": true, "the": true, "and": true, "or": true, "nor": true, "but": true,
+	"of": true, "in": true, "on": true, "at": true, "to": true, "for": true, "by": true,
+	"with": true, "from": true, "as": true, "vs": true, "de": true, "la": true, "von": true,
+}
+
+// titleCased: a Latin-script quotation names something when it is written
+// in title case, its first word and every other word but the minor ones
+// capitalised, and does not end in a clause's comma or colon ("Hi Bob,").
+// Text without Latin words (《三体》) passes.
+func titleCased(q string) bool {
+	ws := latinWords(q)
+	if len(ws) == 0 {
+		return true
+	}
+	if strings.ContainsAny(q[len(q)-1:], ",;:") {
+		return false
+	}
+	for i, w := range ws {
+		if w.s[0] >= '0' && w.s[0] <= '9' {
+			continue
+		}
+		if !capitalised(w.s) && (i == 0 || !titleMinor[w.s]) {
+			return false
+		}
+	}
+	return true
 }
 
 // findHan finds Chinese places, organisations and person names.

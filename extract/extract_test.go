@@ -196,6 +196,15 @@ func TestEntities(t *testing.T) {
 		{"Follow @jane_doe, not bob@example.com.", []Entity{{"@jane_doe", KindHandle}}},
 		{"We watched \"The Matrix\" and “Inception”.", []Entity{{"The Matrix", KindTitle}, {"Inception", KindTitle}}},
 		{"我读了《三体》。", []Entity{{"三体", KindTitle}}},
+		// A quotation is a title only when it is written as one: a
+		// capitalised name, not a clause quoted as an example.
+		{"And \"could be moved\" is passive again.", nil},
+		{"Say \"The team shipped the feature\", not \"the feature was shipped\".", nil},
+		{"Changed the greeting to \"Hi Bob,\" as you asked.", []Entity{{"Bob", KindOther}}},
+		{"She loved \"Harry Potter and the Goblet of Fire\".", []Entity{{"Harry Potter and the Goblet of Fire", KindTitle}}},
+		// A possessive is not part of the name.
+		{"Next Friday is my sister Emma's birthday.", []Entity{{"Emma", KindPerson}}},
+		{"We met at O'Brien's pub with Jean-Luc.", []Entity{{"O'Brien", KindOther}, {"Jean-Luc", KindOther}}},
 		{"我和李明去了北京。", []Entity{{"李明", KindPerson}, {"北京", KindPlace}}},
 		{"张伟说他喜欢杭州。", []Entity{{"张伟", KindPerson}, {"杭州", KindPlace}}},
 		{"老张和小王来了。", []Entity{{"老张", KindPerson}, {"小王", KindPerson}}},
