@@ -128,8 +128,8 @@ func (h *hydrator) hydrate(ctx context.Context, fs []fused) ([]hydrated, error) 
 // diversification, since they are the bulk of a row.
 func (r *Recaller) load(ctx context.Context, q *query, ids []uuid.UUID) ([]hydrated, error) {
 	var vec []float32
-	if q.embedErr == nil && q.vec != nil {
-		vec = q.vec
+	if q.embedErr == nil && q.simVec != nil {
+		vec = q.simVec
 	}
 	rows, err := r.st.RecallFacts(ctx, q.BankID, ids, vec, q.Diversity > 0)
 	if err != nil {

@@ -367,8 +367,12 @@ type query struct {
 
 	embedDone chan struct{}
 	vec       []float32
-	embedErr  error
-	embedDur  time.Duration
+	// simVec is the embedding of the query itself, for the final score's
+	// similarity term; vec may be that of a framed query (suggest.go,
+	// present.go) and is what the arms search with.
+	simVec   []float32
+	embedErr error
+	embedDur time.Duration
 }
 
 // vector waits for the query embedding (computed once, concurrently with
@@ -516,17 +520,37 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 		if !q.off[HeuristicChange] && text == q.Query && len(q.windows) == 0 {
 			text = changeQuery(text)
 		}
-		vs, err := r.emb.EmbedQueries(ectx, []string{text})
+		texts := []string{text}
+		if text != q.Query {
+			// The similarity term of the final score stays that of the
+			// question itself: a framed vector is nearer to nothing in
+			// particular, and top scores are compared across questions.
+			texts = append(texts, q.Query)
+		}
+		vs, err := r.emb.EmbedQueries(ectx, texts)
 		q.embedDur = time.Since(t0)
-		switch {
-		case err != nil:
+		if err == nil && len(vs) != len(texts) {
+			err = fmt.Errorf("got %d vectors for %d texts", len(vs), len(texts))
+		}
+		for i := range vs {
+			if err == nil && len(vs[i]) == 0 {
+				err = errors.New("empty vector")
+			}
+		}
+		if err != nil {
 			q.embedErr = fmt.Errorf("embed query: %w", err)
-		case len(vs) != 1 || len(vs[0]) == 0:
-			q.embedErr = fmt.Errorf("embed query: got %d vectors", len(vs))
-		case q.off[HeuristicQueryForm]:
-			q.vec = vs[0]
-		default:
-			q.vec = r.cfg.Scale.Declarative(vs[0])
+			return
+		}
+		form := func(v []float32) []float32 {
+			if q.off[HeuristicQueryForm] {
+				return v
+			}
+			return r.cfg.Scale.Declarative(v)
+		}
+		q.vec = form(vs[0])
+		q.simVec = q.vec
+		if len(vs) == 2 {
+			q.simVec = form(vs[1])
 		}
 	}()
 

@@ -374,7 +374,7 @@ func TestHydratorAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q.vec = vs[0]
+	q.vec, q.simVec = vs[0], vs[0]
 	close(q.embedDone)
 
 	h := newHydrator(r, q, 3)
