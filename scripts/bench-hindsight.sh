@@ -8,7 +8,11 @@
 # OpenAI-compatible embeddings server both use, and both systems, then
 # feeds them the same events through the same REST route in interleaved
 # rounds. Extra arguments go to `memstream bench compare` (--events,
-# --banks, --queries, --rounds, --timeout).
+# --banks, --queries, --rounds, --timeout, --llm fake, --llm-latency):
+# without --llm, Hindsight runs its no-LLM chunks mode beside memstream's
+# offline extractor; with --llm fake both extract and consolidate through
+# the fake LLM (Hindsight: HINDSIGHT_API_LLM_PROVIDER=openai, strict
+# schemas), so they do comparable work.
 #
 # Not part of `make test`: it takes minutes and downloads Hindsight.
 set -euo pipefail

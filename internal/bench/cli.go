@@ -200,8 +200,9 @@ func fakeOpenAICommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	latency := fs.Duration("latency", 0, "delay before every answer")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: memstream bench fake-openai [--addr A] [--dim N] [--latency D]\n\n"+
-			"Serves /v1/embeddings (hash embeddings), /v1/chat/completions (memstream's extraction prompt: one fact per\n"+
-			"sentence) and /v1/models until interrupted; prints the base URL (…/v1) on stdout. Flags:")
+			"Serves /v1/embeddings (hash embeddings), /v1/chat/completions (memstream's extraction prompt and any\n"+
+			"structured-output call answered from its JSON schema: one fact per sentence, one observation per fact) and\n"+
+			"/v1/models until interrupted; prints the base URL (…/v1) on stdout; logs unanswered calls on stderr. Flags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -234,6 +235,8 @@ func compareCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.IntVar(&c.MemstreamMaxTokens, "memstream-max-tokens", 4096, "max_tokens of memstream's timed recalls (Hindsight's: 4096); lower it until mean_results match, for recall at equal result counts")
 	fs.BoolVar(&c.Profile, "profile", false, "after each memstream side, print a line saying where its time went (stage and route times from its metrics, a timeline of the ingest, the recall questions again with trace)")
 	fs.BoolVar(&c.SkipHindsight, "skip-hindsight", false, "run memstream alone (with --profile)")
+	fs.StringVar(&c.LLM, "llm", "none", "none: Hindsight's no-LLM chunks mode beside memstream's offline extractor; fake: both extract and consolidate through the fake LLM (one fact per sentence, one observation per fact)")
+	fs.DurationVar(&c.LLMLatency, "llm-latency", 0, "with --llm fake: delay of every fake chat answer, the same for both systems")
 	fs.Func("memstream-env", "extra KEY=VALUE for memstream serve (repeatable; e.g. MEMSTREAM_PIPELINE_BATCH_WAIT=10ms)", func(v string) error {
 		if !strings.Contains(v, "=") {
 			return fmt.Errorf("want KEY=VALUE")
@@ -243,6 +246,9 @@ func compareCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	})
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if c.LLM != "none" && c.LLM != "fake" {
+		return fmt.Errorf("bench compare: --llm %q: want none or fake", c.LLM)
 	}
 	if c.HindsightBin == "" && !c.SkipHindsight {
 		return fmt.Errorf("bench compare: --hindsight-bin is required (scripts/bench-hindsight.sh installs it)")

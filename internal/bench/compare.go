@@ -52,9 +52,22 @@ type CompareConfig struct {
 	// MemstreamEnv are extra KEY=VALUE settings for memstream serve, after
 	// the bench's own (they win).
 	MemstreamEnv []string
+	// LLM is "none" (Hindsight's chunks mode, memstream's offline
+	// extractor and adjudicator) or "fake": both systems extract and
+	// consolidate through the fake's LLM (Hindsight with
+	// HINDSIGHT_API_LLM_PROVIDER=openai and strict schemas, memstream with
+	// llm.provider openai), so they do comparable work.
+	LLM string
+	// LLMLatency delays every chat answer of the fake (a remote model's
+	// latency), the same for both systems.
+	LLMLatency time.Duration
 
 	fakeURL string
+	fake    *FakeOpenAI
 }
+
+// llmFake reports whether the bench runs in its fake-LLM mode.
+func (c CompareConfig) llmFake() bool { return c.LLM == "fake" }
 
 // CompareSide is one system's numbers in one round.
 type CompareSide struct {
@@ -64,13 +77,25 @@ type CompareSide struct {
 	// event is found by recall.
 	QueryableS float64 `json:"time_to_queryable_s"`
 	// ConsolidatedS is until the bank stats report no pending
-	// consolidation; 0 when it did not happen within the timeout, or the
-	// system does not consolidate in this mode (Hindsight without an LLM).
+	// consolidation and no pending operation; 0 when it did not happen
+	// within the timeout, or the system does not consolidate in this mode
+	// (Hindsight without an LLM).
 	ConsolidatedS float64 `json:"time_to_consolidated_s"`
-	RecallP50MS   float64 `json:"recall_p50_ms"`
-	RecallP95MS   float64 `json:"recall_p95_ms"`
-	RecallP99MS   float64 `json:"recall_p99_ms"`
-	MeanResults   float64 `json:"mean_results"`
+	// Facts and Observations are what the banks hold afterwards (bank
+	// stats: nodes other than observations, and observations).
+	Facts        int `json:"facts"`
+	Observations int `json:"observations"`
+	// LLMCalls, FreeCalls, EmbedCalls and Unanswered are this side's
+	// requests to the fake: chat completions answered (FreeCalls of them
+	// free text), embedding requests, and calls the fake could not answer.
+	LLMCalls    int64   `json:"llm_calls"`
+	FreeCalls   int64   `json:"llm_free_text_calls"`
+	EmbedCalls  int64   `json:"embed_requests"`
+	Unanswered  int64   `json:"llm_unanswered"`
+	RecallP50MS float64 `json:"recall_p50_ms"`
+	RecallP95MS float64 `json:"recall_p95_ms"`
+	RecallP99MS float64 `json:"recall_p99_ms"`
+	MeanResults float64 `json:"mean_results"`
 	// MaxTokens is the max_tokens the timed recalls asked with.
 	MaxTokens int     `json:"max_tokens"`
 	RSSMB     float64 `json:"rss_mb"`
@@ -101,23 +126,26 @@ func RunCompare(ctx context.Context, cfg CompareConfig, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
+	fake.SetChatLatency(cfg.LLMLatency)
+	fake.SetLog(stderr)
 	fsrv := httptest.NewServer(fake)
 	defer fsrv.Close()
 
-	cfg.fakeURL = fsrv.URL + "/v1"
-	ms, err := startMemstream(ctx, cfg, cfg.fakeURL, log)
+	cfg.fakeURL, cfg.fake = fsrv.URL+"/v1", fake
+	// Each system has its own path before /v1, so the fake counts apart.
+	ms, err := startMemstream(ctx, cfg, fsrv.URL+"/memstream/v1", log)
 	if err != nil {
 		return err
 	}
 	defer ms.stop()
 	hs := &system{name: "hindsight"}
 	if !cfg.SkipHindsight {
-		if hs, err = startHindsight(ctx, cfg, cfg.fakeURL, log); err != nil {
+		if hs, err = startHindsight(ctx, cfg, fsrv.URL+"/hindsight/v1", log); err != nil {
 			return err
 		}
 		defer hs.stop()
 	}
-	progress("memstream on %s, hindsight on %s, fake OpenAI on %s", ms.base, hs.base, fsrv.URL)
+	progress("memstream on %s, hindsight on %s, fake OpenAI on %s (llm %s, chat latency %s)", ms.base, hs.base, fsrv.URL, cfg.LLM, cfg.LLMLatency)
 
 	var all []CompareSide
 	for round := range cfg.Rounds {
@@ -167,6 +195,7 @@ func RunCompare(ctx context.Context, cfg CompareConfig, stdout, stderr io.Writer
 		return med("hindsight", f) / m
 	}
 	summary := map[string]any{"bench": "compare", "rounds": cfg.Rounds, "events": cfg.Events, "banks": cfg.Banks,
+		"llm": cfg.LLM, "llm_latency_ms": cfg.LLMLatency.Milliseconds(),
 		"ratio_time_to_queryable":    ratio(func(s CompareSide) float64 { return s.QueryableS }),
 		"ratio_time_to_consolidated": ratio(func(s CompareSide) float64 { return s.ConsolidatedS }),
 		"ratio_recall_p50":           ratio(func(s CompareSide) float64 { return s.RecallP50MS }),
@@ -174,6 +203,10 @@ func RunCompare(ctx context.Context, cfg CompareConfig, stdout, stderr io.Writer
 		"ratio_recall_p99":           ratio(func(s CompareSide) float64 { return s.RecallP99MS }),
 		"ratio_rss":                  ratio(func(s CompareSide) float64 { return s.RSSMB }),
 		"ratio_db_size":              ratio(func(s CompareSide) float64 { return s.DBSizeMB }),
+		"facts":                      map[string]float64{"memstream": med("memstream", func(s CompareSide) float64 { return float64(s.Facts) }), "hindsight": med("hindsight", func(s CompareSide) float64 { return float64(s.Facts) })},
+		"observations":               map[string]float64{"memstream": med("memstream", func(s CompareSide) float64 { return float64(s.Observations) }), "hindsight": med("hindsight", func(s CompareSide) float64 { return float64(s.Observations) })},
+		"llm_calls":                  map[string]float64{"memstream": med("memstream", func(s CompareSide) float64 { return float64(s.LLMCalls) }), "hindsight": med("hindsight", func(s CompareSide) float64 { return float64(s.LLMCalls) })},
+		"llm_unanswered":             cfg.fake.Calls("/memstream").Unanswered.Load() + cfg.fake.Calls("/hindsight").Unanswered.Load(),
 		"note":                       "ratios are hindsight / memstream of the per-round medians; above 1 memstream is ahead (smaller)",
 	}
 	b, _ := json.Marshal(summary)
@@ -246,7 +279,13 @@ func startMemstream(ctx context.Context, cfg CompareConfig, fakeURL string, log 
 	s.cmd.Env = append(os.Environ(), "MEMSTREAM_DATABASE_URL="+s.dbURL, "MEMSTREAM_DATA_DIR="+filepath.Join(cfg.WorkDir, "memstream-data"),
 		"MEMSTREAM_HTTP_ADDR=127.0.0.1:"+strconv.Itoa(httpPort), "MEMSTREAM_KAFKA_EMBEDDED_ADDR=127.0.0.1:"+strconv.Itoa(kafkaPort),
 		"MEMSTREAM_EMBED_PROVIDER=openai", "MEMSTREAM_EMBED_BASE_URL="+fakeURL, "MEMSTREAM_EMBED_MODEL=text-embedding-3-small",
-		"MEMSTREAM_EMBED_DIM="+strconv.Itoa(cfg.Dim), "MEMSTREAM_LLM_PROVIDER=offline", "MEMSTREAM_LOG_LEVEL=warn")
+		"MEMSTREAM_EMBED_DIM="+strconv.Itoa(cfg.Dim), "MEMSTREAM_LOG_LEVEL=warn")
+	if cfg.llmFake() {
+		s.cmd.Env = append(s.cmd.Env, "MEMSTREAM_LLM_PROVIDER=openai", "MEMSTREAM_LLM_BASE_URL="+fakeURL,
+			"MEMSTREAM_LLM_API_KEY=fake", "MEMSTREAM_LLM_MODEL=gpt-4o-mini")
+	} else {
+		s.cmd.Env = append(s.cmd.Env, "MEMSTREAM_LLM_PROVIDER=offline")
+	}
 	s.cmd.Env = append(s.cmd.Env, cfg.MemstreamEnv...)
 	logf, err := os.Create(filepath.Join(cfg.WorkDir, "memstream.log"))
 	if err != nil {
@@ -260,7 +299,7 @@ func startMemstream(ctx context.Context, cfg CompareConfig, fakeURL string, log 
 }
 
 func startHindsight(ctx context.Context, cfg CompareConfig, fakeURL string, log *slog.Logger) (*system, error) {
-	s := &system{name: "hindsight"}
+	s := &system{name: "hindsight", consolidates: cfg.llmFake()}
 	var err error
 	if s.pg, err = startPG(ctx, filepath.Join(cfg.WorkDir, "hindsight-pg"), log); err != nil {
 		return nil, err
@@ -273,10 +312,16 @@ func startHindsight(ctx context.Context, cfg CompareConfig, fakeURL string, log 
 	s.base = "http://127.0.0.1:" + strconv.Itoa(port)
 	s.cmd = exec.CommandContext(ctx, cfg.HindsightBin)
 	s.cmd.Env = append(os.Environ(), "HINDSIGHT_API_DATABASE_URL="+strings.Replace(s.dbURL, "postgres://", "postgresql://", 1),
-		"HINDSIGHT_API_LLM_PROVIDER=none", "HINDSIGHT_API_EMBEDDINGS_PROVIDER=openai", "HINDSIGHT_API_EMBEDDINGS_OPENAI_BASE_URL="+fakeURL,
+		"HINDSIGHT_API_EMBEDDINGS_PROVIDER=openai", "HINDSIGHT_API_EMBEDDINGS_OPENAI_BASE_URL="+fakeURL,
 		"HINDSIGHT_API_EMBEDDINGS_OPENAI_API_KEY=fake", "HINDSIGHT_API_EMBEDDINGS_OPENAI_MODEL=text-embedding-3-small",
 		"HINDSIGHT_API_EMBEDDINGS_OPENAI_DIMENSIONS="+strconv.Itoa(cfg.Dim), "HINDSIGHT_API_RERANKER_PROVIDER=rrf",
 		"HINDSIGHT_API_HOST=127.0.0.1", "HINDSIGHT_API_PORT="+strconv.Itoa(port))
+	if cfg.llmFake() {
+		s.cmd.Env = append(s.cmd.Env, "HINDSIGHT_API_LLM_PROVIDER=openai", "HINDSIGHT_API_LLM_BASE_URL="+fakeURL,
+			"HINDSIGHT_API_LLM_API_KEY=fake", "HINDSIGHT_API_LLM_MODEL=gpt-4o-mini", "HINDSIGHT_API_LLM_STRICT_SCHEMA=true")
+	} else {
+		s.cmd.Env = append(s.cmd.Env, "HINDSIGHT_API_LLM_PROVIDER=none")
+	}
 	logf, err := os.Create(filepath.Join(cfg.WorkDir, "hindsight.log"))
 	if err != nil {
 		return nil, err
@@ -368,6 +413,8 @@ func runSide(ctx context.Context, cfg CompareConfig, s *system, round int, progr
 		}
 		prof = &SideProfile{System: s.name, Round: round, SampleMS: 100}
 	}
+	c := cfg.fake.Calls("/" + s.name)
+	calls0 := struct{ chat, free, embed, unanswered int64 }{c.Chat.Load(), c.Free.Load(), c.Embed.Load(), c.Unanswered.Load()}
 	start := time.Now()
 	if prof != nil {
 		samp = startSampler(ctx, s.base, start, before["memstream_pipeline_records_out_total"].Count, float64(len(evs)))
@@ -459,30 +506,24 @@ func runSide(ctx context.Context, cfg CompareConfig, s *system, round int, progr
 		prof.Consolidate = delta(before, after, "memstream_consolidation_phase_seconds")
 	}
 	progress("%s round %d: queryable after %.1fs", s.name, round, side.QueryableS)
-	// Consolidated: no bank reports pending consolidation. Hindsight
-	// without an LLM (HINDSIGHT_API_LLM_PROVIDER=none) stores chunks and
-	// never consolidates: its time stays 0 (not measured).
+	// Consolidated: no bank reports pending consolidation or a pending
+	// operation (an async retain not yet extracted has nothing pending to
+	// consolidate yet). Hindsight without an LLM
+	// (HINDSIGHT_API_LLM_PROVIDER=none) stores chunks and never
+	// consolidates: its time stays 0 (not measured).
 	for s.consolidates && time.Now().Before(deadline) {
-		pending := 0
-		for bank := range last {
-			var st struct {
-				Pending int `json:"pending_consolidation"`
-			}
-			resp, err := http.Get(s.base + "/v1/default/banks/" + bank + "/stats")
-			if err != nil {
-				pending++
-				continue
-			}
-			_ = json.NewDecoder(resp.Body).Decode(&st)
-			resp.Body.Close()
-			pending += st.Pending
-		}
-		if pending == 0 {
+		if st := bankStats(ctx, s.base, last); st.err == nil && st.pending == 0 {
 			side.ConsolidatedS = time.Since(start).Seconds()
 			break
 		}
 		time.Sleep(time.Second)
 	}
+	if st := bankStats(ctx, s.base, last); st.err == nil {
+		side.Facts, side.Observations = st.facts, st.observations
+	}
+	calls := cfg.fake.Calls("/" + s.name)
+	side.LLMCalls, side.FreeCalls = calls.Chat.Load()-calls0.chat, calls.Free.Load()-calls0.free
+	side.EmbedCalls, side.Unanswered = calls.Embed.Load()-calls0.embed, calls.Unanswered.Load()-calls0.unanswered
 	// Recall latency: the same questions, one client.
 	var qs []struct{ bank, q string }
 	for i, e := range evs {
@@ -539,6 +580,46 @@ func runSide(ctx context.Context, cfg CompareConfig, s *system, round int, progr
 		side.DBSizeMB = float64(n) / (1 << 20)
 	}
 	return side, prof, nil
+}
+
+type sideStats struct {
+	pending, facts, observations int
+	err                          error
+}
+
+// bankStats sums the banks' stats: pending consolidation and operations,
+// facts (every node type but observations) and observations.
+func bankStats(ctx context.Context, base string, banks map[string]string) sideStats {
+	var out sideStats
+	for bank := range banks {
+		var st struct {
+			Pending      int            `json:"pending_consolidation"`
+			PendingOps   int            `json:"pending_operations"`
+			ByType       map[string]int `json:"nodes_by_fact_type"`
+			Observations int            `json:"total_observations"`
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/default/banks/"+bank+"/stats", nil)
+		if err != nil {
+			return sideStats{err: err}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return sideStats{err: err}
+		}
+		err = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return sideStats{err: fmt.Errorf("stats of %s: %d %v", bank, resp.StatusCode, err)}
+		}
+		out.pending += st.Pending + st.PendingOps
+		out.observations += st.Observations
+		for t, n := range st.ByType {
+			if t != "observation" {
+				out.facts += n
+			}
+		}
+	}
+	return out
 }
 
 // treeRSSMB sums VmRSS of a process and its descendants (Hindsight runs a

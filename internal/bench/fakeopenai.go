@@ -7,8 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,47 +18,95 @@ import (
 )
 
 // FakeOpenAI is an OpenAI-compatible server for side-by-side benchmarks:
-// both systems under test get their embeddings (and memstream its
-// extraction) from it, so they do the same work on the same vectors.
+// both systems under test get their embeddings (and, in the LLM mode,
+// their extraction and consolidation) from it, so they do the same work
+// on the same vectors.
 //
 //   - POST /v1/embeddings answers with the hash embedder's vectors
 //     (embed.Hash: deterministic, L2-normalised, multilingual n-grams), of
 //     Dim dimensions whatever model is named.
 //   - POST /v1/chat/completions answers memstream's extraction prompt with
-//     real facts: every sentence of every message becomes one fact. Other
-//     prompts get a 400 naming what it serves, so a misconfigured system
-//     fails loudly instead of storing nothing.
+//     real facts (every sentence of every message becomes one fact), any
+//     structured-output call from its JSON schema (fakeschema.go: one fact
+//     per sentence for an extraction, one observation per fact for a
+//     consolidation, Hindsight's and memstream's alike), and a free-form
+//     call with the first sentence asked about. Anything else is counted,
+//     logged and failed with a 400, so a misconfigured system fails loudly
+//     instead of storing nothing.
 //   - GET /v1/models lists one model.
+//
+// Whatever precedes /v1 in the path names the caller: counts are kept per
+// prefix (Calls), so two systems given http://fake/a/v1 and
+// http://fake/b/v1 are counted apart.
 //
 // Latency, when set, delays every answer, as a remote model would.
 type FakeOpenAI struct {
-	emb     *embed.Hash
-	dim     int
-	latency time.Duration
-	// Calls counts answered requests by route.
+	emb                  *embed.Hash
+	dim                  int
+	latency, chatLatency time.Duration
+	// EmbedCalls and ChatCalls count answered requests by route, all
+	// callers together.
 	EmbedCalls, ChatCalls atomic.Int64
+
+	mu    sync.Mutex
+	calls map[string]*FakeCalls
+	logw  io.Writer
 }
 
-// NewFakeOpenAI returns the fake with dim-dimensional embeddings.
+// FakeCalls counts one caller's requests.
+type FakeCalls struct {
+	// Embed and Chat are answered requests; Free the chat calls among them
+	// that asked for free text; Unanswered the calls the fake failed.
+	Embed, Chat, Free, Unanswered atomic.Int64
+}
+
+// NewFakeOpenAI returns the fake with dim-dimensional embeddings; latency
+// delays every answer. Unanswered calls are logged on os.Stderr.
 func NewFakeOpenAI(dim int, latency time.Duration) (*FakeOpenAI, error) {
 	e, err := embed.NewHash(dim)
 	if err != nil {
 		return nil, err
 	}
-	return &FakeOpenAI{emb: e, dim: dim, latency: latency}, nil
+	return &FakeOpenAI{emb: e, dim: dim, latency: latency, chatLatency: latency, calls: map[string]*FakeCalls{}, logw: os.Stderr}, nil
+}
+
+// SetChatLatency sets the delay of chat answers alone (a remote model's
+// latency), leaving embeddings at the fake's latency.
+func (f *FakeOpenAI) SetChatLatency(d time.Duration) { f.chatLatency = d }
+
+// SetLog sends the log of unanswered calls to w.
+func (f *FakeOpenAI) SetLog(w io.Writer) {
+	f.mu.Lock()
+	f.logw = w
+	f.mu.Unlock()
+}
+
+// Calls returns the counts of the callers whose paths start with prefix
+// ("" for the plain /v1).
+func (f *FakeOpenAI) Calls(prefix string) *FakeCalls {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.calls[prefix]
+	if c == nil {
+		c = &FakeCalls{}
+		f.calls[prefix] = c
+	}
+	return c
 }
 
 // ServeHTTP routes the three endpoints.
 func (f *FakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimSuffix(r.URL.Path, "/")
+	prefix, _, _ := strings.Cut(path, "/v1/")
+	c := f.Calls(prefix)
 	switch {
 	case r.Method == http.MethodGet && strings.HasSuffix(path, "/models"):
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
 			map[string]any{"id": "bench-fake", "object": "model", "owned_by": "memstream-bench"}}})
 	case r.Method == http.MethodPost && strings.HasSuffix(path, "/embeddings"):
-		f.embeddings(w, r)
+		f.embeddings(w, r, c)
 	case r.Method == http.MethodPost && strings.HasSuffix(path, "/chat/completions"):
-		f.chat(w, r)
+		f.chat(w, r, c)
 	default:
 		writeJSON(w, http.StatusNotFound, apiError("not found: this fake serves /v1/embeddings, /v1/chat/completions and /v1/models"))
 	}
@@ -72,11 +122,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func (f *FakeOpenAI) wait(ctx context.Context) bool {
-	if f.latency <= 0 {
+func (f *FakeOpenAI) waitFor(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
 		return true
 	}
-	t := time.NewTimer(f.latency)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -86,7 +136,7 @@ func (f *FakeOpenAI) wait(ctx context.Context) bool {
 	}
 }
 
-func (f *FakeOpenAI) embeddings(w http.ResponseWriter, r *http.Request) {
+func (f *FakeOpenAI) embeddings(w http.ResponseWriter, r *http.Request, c *FakeCalls) {
 	var req struct {
 		Input json.RawMessage `json:"input"`
 		Model string          `json:"model"`
@@ -108,10 +158,11 @@ func (f *FakeOpenAI) embeddings(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, apiError(err.Error()))
 		return
 	}
-	if !f.wait(r.Context()) {
+	if !f.waitFor(r.Context(), f.latency) {
 		return
 	}
 	f.EmbedCalls.Add(1)
+	c.Embed.Add(1)
 	data := make([]any, len(vecs))
 	tokens := 0
 	for i, v := range vecs {
@@ -142,38 +193,123 @@ func Sentences(text string) []string {
 	return out
 }
 
-func (f *FakeOpenAI) chat(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Model    string                           `json:"model"`
-		Messages []struct{ Role, Content string } `json:"messages"`
+// chatRequest is the part of a chat completion request the fake reads.
+type chatRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	ResponseFormat *struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	} `json:"response_format"`
+}
+
+// text is a message's content: a string, or the text of its parts.
+func messageText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
 	}
+	var parts []struct{ Type, Text string }
+	_ = json.Unmarshal(raw, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+func (f *FakeOpenAI) chat(w http.ResponseWriter, r *http.Request, c *FakeCalls) {
+	var req chatRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeJSON(w, http.StatusBadRequest, apiError("body: "+err.Error()))
+		f.unanswered(w, r, c, "body: "+err.Error())
 		return
 	}
-	// memstream's extraction prompt: the user message is the chunks as JSON.
-	var body struct {
-		Chunks []struct {
-			ChunkIndex int `json:"chunk_index"`
-			Messages   []struct {
-				MessageIndex int    `json:"message_index"`
-				Timestamp    string `json:"timestamp"`
-				Speaker      string `json:"speaker"`
-				Text         string `json:"text"`
-			} `json:"messages"`
-		} `json:"chunks"`
-	}
-	parsed := false
+	user, system := "", ""
 	for _, m := range req.Messages {
-		if m.Role == "user" && json.Unmarshal([]byte(m.Content), &body) == nil && len(body.Chunks) > 0 {
-			parsed = true
-			break
+		switch {
+		case m.Role == "user" && user == "":
+			user = messageText(m.Content)
+		case m.Role == "system" && system == "":
+			system = messageText(m.Content)
 		}
 	}
-	if !parsed {
-		writeJSON(w, http.StatusBadRequest, apiError("this fake answers memstream's extraction prompt only (a user message with {\"chunks\": …})"))
+	var content []byte
+	switch rf := req.ResponseFormat; {
+	case isChunks(user):
+		content = extractChunks(user)
+	case rf != nil && rf.Type == "json_schema" && rf.JSONSchema != nil && len(rf.JSONSchema.Schema) > 0:
+		b, _, err := answerSchema(rf.JSONSchema.Schema, user)
+		if err != nil {
+			f.unanswered(w, r, c, fmt.Sprintf("schema %q: %v", rf.JSONSchema.Name, err))
+			return
+		}
+		content = b
+	case rf == nil || rf.Type == "text":
+		// A free-form call (Hindsight's connection probe, a mission merge):
+		// the first sentence of what was asked about.
+		c.Free.Add(1)
+		s := Sentences(user)
+		if len(s) == 0 {
+			s = []string{"OK"}
+		}
+		content = []byte(s[0])
+	default:
+		f.unanswered(w, r, c, fmt.Sprintf("response_format %q without a schema (system prompt %.80q)", rf.Type, system))
 		return
 	}
+	if !f.waitFor(r.Context(), f.chatLatency) {
+		return
+	}
+	f.ChatCalls.Add(1)
+	c.Chat.Add(1)
+	in := len(system) + len(user)
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": "bench", "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": string(content)}}},
+		"usage":   map[string]int{"prompt_tokens": in / 4, "completion_tokens": len(content) / 4, "total_tokens": (in + len(content)) / 4},
+	})
+}
+
+// unanswered counts and logs a call the fake cannot answer and fails it
+// with a 400, so a system under test fails loudly instead of storing
+// nothing, and the bench can report the count.
+func (f *FakeOpenAI) unanswered(w http.ResponseWriter, r *http.Request, c *FakeCalls, why string) {
+	n := c.Unanswered.Add(1)
+	f.mu.Lock()
+	fmt.Fprintf(f.logw, "fake openai: unanswered call %d on %s: %s\n", n, r.URL.Path, why)
+	f.mu.Unlock()
+	writeJSON(w, http.StatusBadRequest, apiError("the bench's fake cannot answer this call: "+why))
+}
+
+// memstreamChunks is memstream's extraction input: the chunks as JSON.
+type memstreamChunks struct {
+	Chunks []struct {
+		ChunkIndex int `json:"chunk_index"`
+		Messages   []struct {
+			MessageIndex int    `json:"message_index"`
+			Timestamp    string `json:"timestamp"`
+			Speaker      string `json:"speaker"`
+			Text         string `json:"text"`
+		} `json:"messages"`
+	} `json:"chunks"`
+}
+
+func isChunks(user string) bool {
+	var body memstreamChunks
+	return json.Unmarshal([]byte(user), &body) == nil && len(body.Chunks) > 0
+}
+
+// extractChunks answers memstream's extraction prompt: every sentence of
+// every message becomes one fact.
+func extractChunks(user string) []byte {
+	var body memstreamChunks
+	_ = json.Unmarshal([]byte(user), &body)
 	type fact struct {
 		Text            string   `json:"text"`
 		FactType        string   `json:"fact_type"`
@@ -193,11 +329,9 @@ func (f *FakeOpenAI) chat(w http.ResponseWriter, r *http.Request) {
 	out := struct {
 		Chunks []chunkOut `json:"chunks"`
 	}{Chunks: []chunkOut{}}
-	in := 0
 	for _, c := range body.Chunks {
 		co := chunkOut{ChunkIndex: c.ChunkIndex, Facts: []fact{}}
 		for _, m := range c.Messages {
-			in += len(m.Text)
 			for _, s := range Sentences(m.Text) {
 				co.Facts = append(co.Facts, fact{Text: s, FactType: "world", Entities: []any{}, CausalRelations: []any{},
 					MentionedAt: m.Timestamp, Tags: []string{}, MessageIndex: m.MessageIndex})
@@ -205,21 +339,13 @@ func (f *FakeOpenAI) chat(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Chunks = append(out.Chunks, co)
 	}
-	content, _ := json.Marshal(out)
-	if !f.wait(r.Context()) {
-		return
-	}
-	f.ChatCalls.Add(1)
-	writeJSON(w, http.StatusOK, map[string]any{
-		"id": "bench", "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
-		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": string(content)}}},
-		"usage":   map[string]int{"prompt_tokens": in / 4, "completion_tokens": len(content) / 4, "total_tokens": (in + len(content)) / 4},
-	})
+	b, _ := json.Marshal(out)
+	return b
 }
 
 // Describe names the fake for logs and --help.
 func (f *FakeOpenAI) Describe() string {
-	return fmt.Sprintf("fake OpenAI-compatible server: hash embeddings of %d dimensions, sentence facts, latency %s", f.dim, f.latency)
+	return fmt.Sprintf("fake OpenAI-compatible server: hash embeddings of %d dimensions, sentence facts, latency %s (chat %s)", f.dim, f.latency, f.chatLatency)
 }
 
 // ServeFake serves h on addr until ctx ends, after printing its base URL

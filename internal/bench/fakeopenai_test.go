@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -12,7 +13,8 @@ import (
 
 // The fake answers the published OpenAI client: embeddings of the asked
 // dimension, the same vector for the same text, unit length; extraction
-// with one fact per sentence; anything else a clear 400.
+// with one fact per sentence; free text with a sentence; a JSON answer
+// asked for without a schema a clear 400, counted.
 func TestFakeOpenAIServesTheClient(t *testing.T) {
 	t.Parallel()
 	f, err := NewFakeOpenAI(64, 0)
@@ -63,11 +65,21 @@ func TestFakeOpenAIServesTheClient(t *testing.T) {
 	if len(out.Chunks) != 1 || len(out.Chunks[0].Facts) != 3 || out.Chunks[0].Facts[1].Text != "My sister visits in June!" {
 		t.Fatalf("facts = %+v", out.Chunks)
 	}
-	if _, err := c.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "m", Messages: []openai.ChatCompletionMessage{
-		{Role: openai.ChatMessageRoleUser, Content: "hello"}}}); err == nil {
-		t.Error("an unknown prompt was answered")
+	free, err := c.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "m", Messages: []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleUser, Content: "Say ok. Nothing else."}}})
+	if err != nil || free.Choices[0].Message.Content != "Say ok." {
+		t.Errorf("free text: %+v, %v", free, err)
 	}
-	if f.EmbedCalls.Load() != 1 || f.ChatCalls.Load() != 1 {
-		t.Errorf("calls: %d embeddings, %d chat", f.EmbedCalls.Load(), f.ChatCalls.Load())
+	var log strings.Builder
+	f.SetLog(&log)
+	if _, err := c.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "m", Messages: []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleUser, Content: "hello"}}, ResponseFormat: &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}}); err == nil {
+		t.Error("a JSON answer without a schema was given")
+	}
+	if f.EmbedCalls.Load() != 1 || f.ChatCalls.Load() != 2 || f.Calls("").Free.Load() != 1 || f.Calls("").Unanswered.Load() != 1 {
+		t.Errorf("calls: %d embeddings, %d chat, %d free, %d unanswered", f.EmbedCalls.Load(), f.ChatCalls.Load(), f.Calls("").Free.Load(), f.Calls("").Unanswered.Load())
+	}
+	if !strings.Contains(log.String(), "unanswered call 1 on /v1/chat/completions") {
+		t.Errorf("log = %q", log.String())
 	}
 }
