@@ -479,6 +479,9 @@ func runSide(ctx context.Context, cfg CompareConfig, s *system, round int, progr
 			if prof != nil {
 				prof.QueryablePolls++
 			}
+			if ctx.Err() != nil {
+				return side, nil, ctx.Err()
+			}
 			if time.Now().After(deadline) {
 				return side, nil, fmt.Errorf("bank %s not queryable after %s", bank, cfg.Timeout)
 			}
@@ -512,6 +515,9 @@ func runSide(ctx context.Context, cfg CompareConfig, s *system, round int, progr
 	// (HINDSIGHT_API_LLM_PROVIDER=none) stores chunks and never
 	// consolidates: its time stays 0 (not measured).
 	for s.consolidates && time.Now().Before(deadline) {
+		if ctx.Err() != nil {
+			return side, nil, ctx.Err()
+		}
 		if st := bankStats(ctx, s.base, last); st.err == nil && st.pending == 0 {
 			side.ConsolidatedS = time.Since(start).Seconds()
 			break

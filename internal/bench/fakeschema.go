@@ -23,16 +23,27 @@ import (
 //     object of the first such list. Else one unit per sentence of the
 //     user message's content (after a line that is only a label, such as
 //     "Content:", when it has one): an extraction.
-//   - The root object's first array of objects gets one item per unit;
-//     every other array is empty (or minItems long).
+//   - Units with ids (facts to consolidate) that say the same thing
+//     (equal text but for case, spaces and closing punctuation) are one
+//     unit citing all their ids; a unit that says what an existing
+//     observation of the user message says (a JSON object with "id" and
+//     "text"; one listing the fact ids it may take, as memstream's
+//     "for_facts", only for those) matches that observation.
+//   - The root object's first array of objects without a reference
+//     (a string property "id" or "…_id") gets one item per unmatched
+//     unit: the facts, or the creates. Its first array of objects with a
+//     reference and an array of strings (an update) gets one item per
+//     matched unit, the reference naming the observation. Every other
+//     array is empty (or minItems long).
 //   - In a unit's item the first free string (no enum, default or format)
-//     is the unit's text; an array of strings holds the unit's id when it
-//     has one; other strings take their default, or "".
+//     is the unit's text; an array of strings holds the unit's ids; other
+//     strings take their default, or "".
 //   - Enums take their default or first value, nullable fields null,
 //     numbers their minimum or 0, booleans false.
 //
 // So an extraction gets one fact per sentence and a consolidation one
-// new observation per fact, for both systems alike.
+// observation per distinct fact, new or confirming the one that already
+// says it, for both systems alike, as a faithful model would answer.
 
 // schema is the subset of JSON Schema the fake reads. Properties keep
 // their order: which array gets the units depends on it.
@@ -95,8 +106,19 @@ func (s *schema) types() []string {
 
 func (s *schema) is(t string) bool { return slices.Contains(s.types(), t) }
 
-// unit is one thing a structured call is about.
-type unit struct{ id, text string }
+// unit is one thing a structured call is about: a sentence to extract, or
+// facts to consolidate (ids) and the observation they confirm (match).
+type unit struct {
+	ids         []string
+	text, match string
+}
+
+// observation is an existing observation shown in a consolidation call;
+// forFacts, when set, lists the fact ids it may take.
+type observation struct {
+	id, text string
+	forFacts []string
+}
 
 type filler struct {
 	root  *schema
@@ -150,8 +172,8 @@ func (f *filler) fill(s *schema, u *unit, root bool) (any, error) {
 		return f.fill(alts[0], u, root)
 	}
 	if len(s.Enum) > 0 {
-		if u != nil && u.id != "" && slices.Contains(s.Enum, any(u.id)) {
-			return u.id, nil
+		if u != nil && len(u.ids) > 0 && slices.Contains(s.Enum, any(u.ids[0])) {
+			return u.ids[0], nil
 		}
 		if d := s.defaultValue(); d != nil && slices.Contains(s.Enum, d) {
 			return d, nil
@@ -207,18 +229,26 @@ func (s *schema) defaultValue() any {
 
 func (f *filler) object(s *schema, u *unit, root bool) (any, error) {
 	out := map[string]any{}
-	unitsGiven, textGiven := false, false
+	plainGiven, refGiven, textGiven := false, false, false
 	for _, name := range s.Properties.names {
 		p, err := f.resolve(s.Properties.m[name])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
+		kind := ""
+		if root && p.is("array") {
+			kind = f.itemKind(p.Items)
+		}
 		switch {
-		case root && !unitsGiven && p.is("array") && f.itemsAreObjects(p):
-			unitsGiven = true
+		case kind == "plain" && !plainGiven, kind == "update" && !refGiven:
+			matched := kind == "update"
+			plainGiven, refGiven = plainGiven || !matched, refGiven || matched
 			items := []any{}
 			for i := range f.units {
-				if p.MaxItems != nil && i >= *p.MaxItems {
+				if (f.units[i].match != "") != matched {
+					continue
+				}
+				if p.MaxItems != nil && len(items) >= *p.MaxItems {
 					break
 				}
 				v, err := f.fill(p.Items, &f.units[i], false)
@@ -228,16 +258,20 @@ func (f *filler) object(s *schema, u *unit, root bool) (any, error) {
 				items = append(items, v)
 			}
 			out[name] = items
-		case u != nil && !textGiven && freeString(p):
+		case u != nil && u.match != "" && isRef(name, p):
+			out[name] = u.match
+		case u != nil && !textGiven && freeString(p) && !isRef(name, p):
 			textGiven = true
 			out[name] = u.text
-		case u != nil && u.id != "" && p.is("array") && p.Items != nil:
-			it, _ := f.resolve(p.Items)
-			if it != nil && it.is("string") && (len(it.Enum) == 0 || slices.Contains(it.Enum, any(u.id))) {
-				out[name] = []any{u.id}
-				continue
+		case u != nil && len(u.ids) > 0 && p.is("array") && f.stringItems(p) != nil:
+			it := f.stringItems(p)
+			ids := []any{}
+			for _, id := range u.ids {
+				if len(it.Enum) == 0 || slices.Contains(it.Enum, any(id)) {
+					ids = append(ids, id)
+				}
 			}
-			fallthrough
+			out[name] = ids
 		default:
 			v, err := f.fill(p, u, false)
 			if err != nil {
@@ -247,6 +281,45 @@ func (f *filler) object(s *schema, u *unit, root bool) (any, error) {
 		}
 	}
 	return out, nil
+}
+
+// isRef reports whether property name refers to an existing item.
+func isRef(name string, s *schema) bool {
+	return (name == "id" || strings.HasSuffix(name, "_id")) && s.is("string") && len(s.Enum) == 0
+}
+
+func (f *filler) stringItems(s *schema) *schema {
+	it, err := f.resolve(s.Items)
+	if err != nil || it == nil || !it.is("string") {
+		return nil
+	}
+	return it
+}
+
+// itemKind classifies an array's items: "plain" objects (facts, creates),
+// "update" objects (a reference and an array of strings: what they cite),
+// or "" (anything else, deletes among them).
+func (f *filler) itemKind(items *schema) string {
+	it, err := f.resolve(items)
+	if err != nil || it == nil || !(it.is("object") || len(it.Properties.names) > 0) {
+		return ""
+	}
+	ref, cites := false, false
+	for _, n := range it.Properties.names {
+		p, err := f.resolve(it.Properties.m[n])
+		if err != nil || p == nil {
+			continue
+		}
+		ref = ref || isRef(n, p)
+		cites = cites || (p.is("array") && f.stringItems(p) != nil)
+	}
+	switch {
+	case !ref:
+		return "plain"
+	case cites:
+		return "update"
+	}
+	return ""
 }
 
 func (f *filler) itemsAreObjects(s *schema) bool {
@@ -298,8 +371,11 @@ var labelLine = regexp.MustCompile(`(?m)^[A-Za-z][\w ]{0,30}:[ \t]*$`)
 // unitsFor finds what a call with response schema s and user message
 // user is about (see the comment at the top of this file).
 func (f *filler) unitsFor(user string) []unit {
+	var facts []unit
+	var obs []observation
+	var doc any
+	isJSON := json.Unmarshal([]byte(user), &doc) == nil
 	if ids := f.enumIDs(f.root, false, map[*schema]bool{}); len(ids) > 0 {
-		var out []unit
 		seen := map[string]bool{}
 		for _, id := range ids {
 			if seen[id] {
@@ -314,15 +390,24 @@ func (f *filler) unitsFor(user string) []unit {
 					break
 				}
 			}
-			out = append(out, unit{id: id, text: text})
+			facts = append(facts, unit{ids: []string{id}, text: text})
 		}
-		return out
+		for _, line := range strings.Split(user, "\n") {
+			var v any
+			if json.Unmarshal([]byte(strings.TrimSuffix(strings.TrimSpace(line), ",")), &v) == nil {
+				obs = append(obs, observations(v)...)
+			}
+		}
+	} else if lists := idTextLists(doc, nil); isJSON && len(lists) > 0 {
+		for _, o := range lists[0] {
+			facts = append(facts, unit{ids: []string{o.id}, text: o.text})
+		}
+		for _, l := range lists[1:] {
+			obs = append(obs, l...)
+		}
 	}
-	var doc any
-	if json.Unmarshal([]byte(user), &doc) == nil {
-		if us := idTextObjects(doc); len(us) > 0 {
-			return us
-		}
+	if len(facts) > 0 {
+		return group(facts, obs)
 	}
 	content := user
 	if locs := labelLine.FindAllStringIndex(user, -1); len(locs) > 0 {
@@ -335,9 +420,80 @@ func (f *filler) unitsFor(user string) []unit {
 	return out
 }
 
-// idTextObjects returns the first list (keys in sorted order, depth
-// first) of objects holding string "id" and "text".
-func idTextObjects(v any) []unit {
+// sameText is the key under which two texts say the same thing.
+func sameText(s string) string {
+	return strings.TrimRight(strings.ToLower(strings.Join(strings.Fields(s), " ")), ".!?。！？ ")
+}
+
+// group folds facts that say the same thing into one unit and matches
+// each unit with the observation that already says it.
+func group(facts []unit, obs []observation) []unit {
+	var out []unit
+	at := map[string]int{}
+	for _, u := range facts {
+		k := sameText(u.text)
+		if i, ok := at[k]; ok {
+			out[i].ids = append(out[i].ids, u.ids...)
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, u)
+	}
+	for i := range out {
+		for _, o := range obs {
+			if sameText(o.text) == sameText(out[i].text) && (o.forFacts == nil || slices.Contains(o.forFacts, out[i].ids[0])) {
+				out[i].match = o.id
+				break
+			}
+		}
+	}
+	return out
+}
+
+// observations returns the objects of v holding string "id" and "text".
+func observations(v any) []observation {
+	var out []observation
+	switch x := v.(type) {
+	case map[string]any:
+		if o, ok := asObservation(x); ok {
+			return []observation{o}
+		}
+	case []any:
+		for _, e := range x {
+			if m, ok := e.(map[string]any); ok {
+				if o, ok := asObservation(m); ok {
+					out = append(out, o)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func asObservation(m map[string]any) (observation, bool) {
+	id, ok1 := m["id"].(string)
+	text, ok2 := m["text"].(string)
+	if !ok1 || !ok2 {
+		return observation{}, false
+	}
+	o := observation{id: id, text: text}
+	for _, v := range m {
+		if l, ok := v.([]any); ok && len(l) > 0 {
+			if _, ok := l[0].(string); ok {
+				for _, e := range l {
+					if s, ok := e.(string); ok {
+						o.forFacts = append(o.forFacts, s)
+					}
+				}
+			}
+		}
+	}
+	return o, true
+}
+
+// idTextLists returns the lists (keys in sorted order, depth first) of
+// objects holding string "id" and "text".
+func idTextLists(v any, acc [][]observation) [][]observation {
 	switch x := v.(type) {
 	case map[string]any:
 		keys := make([]string, 0, len(x))
@@ -346,31 +502,17 @@ func idTextObjects(v any) []unit {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			if us := idTextObjects(x[k]); len(us) > 0 {
-				return us
-			}
+			acc = idTextLists(x[k], acc)
 		}
 	case []any:
-		var out []unit
-		for _, e := range x {
-			if m, ok := e.(map[string]any); ok {
-				id, ok1 := m["id"].(string)
-				text, ok2 := m["text"].(string)
-				if ok1 && ok2 {
-					out = append(out, unit{id: id, text: text})
-				}
-			}
-		}
-		if len(out) > 0 {
-			return out
+		if l := observations(x); len(l) > 0 {
+			return append(acc, l)
 		}
 		for _, e := range x {
-			if us := idTextObjects(e); len(us) > 0 {
-				return us
-			}
+			acc = idTextLists(e, acc)
 		}
 	}
-	return nil
+	return acc
 }
 
 // answerSchema returns the JSON answer to a call whose response_format

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -20,16 +19,39 @@ import (
 // content.
 func replay(t *testing.T, f *FakeOpenAI, prefix, name string) (chatRequest, string) {
 	t.Helper()
+	return post(t, f, prefix, name, recorded(t, name))
+}
+
+func recorded(t *testing.T, name string) string {
+	t.Helper()
 	body, err := os.ReadFile(filepath.Join("testdata", "llmcalls", name+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return string(body)
+}
+
+func equalIDs(item any, want ...string) bool {
+	ids, _ := item.(map[string]any)["source_fact_ids"].([]any)
+	if len(ids) != len(want) {
+		return false
+	}
+	for i, id := range ids {
+		if id != want[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func post(t *testing.T, f *FakeOpenAI, prefix, name, body string) (chatRequest, string) {
+	t.Helper()
 	var req chatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
+	if err := json.Unmarshal([]byte(body), &req); err != nil {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
-	f.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, prefix+"/v1/chat/completions", bytes.NewReader(body)))
+	f.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, prefix+"/v1/chat/completions", strings.NewReader(body)))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("%s: %d %s", name, rec.Code, rec.Body)
 	}
@@ -129,30 +151,47 @@ func TestFakeAnswersRecordedCalls(t *testing.T) {
 		t.Error("the connection probe got no text")
 	}
 
+	// The same call with an observation that already says one fact: that
+	// fact confirms it (an update), the others stay creates.
+	got := lines[6]
+	raw := strings.Replace(recorded(t, "hindsight-consolidate"), `### Existing observations\n\n[]`, `### Existing observations\n\n[\n{\"id\": \"obs-1\", \"text\": \"`+got[2]+`\", \"proof_count\": 1}\n]`, 1)
+	req, content = post(t, f, "/hindsight", "hindsight-consolidate+observation", raw)
+	v = valid(t, "hindsight-consolidate+observation", req, content)
+	updates := v["updates"].([]any)
+	if len(v["creates"].([]any)) != len(lines)-1 || len(updates) != 1 {
+		t.Fatalf("with an observation: %s", content)
+	}
+	if u := updates[0].(map[string]any); u["observation_id"] != "obs-1" || u["text"] != got[2] || u["source_fact_ids"].([]any)[0] != got[1] {
+		t.Errorf("update = %v", u)
+	}
+
+	// memstream's call: f1 and f3 say the same thing (one create citing
+	// both); with o1 saying f2 and listing f2 in for_facts, f2 updates o1.
 	req, content = replay(t, f, "/memstream", "memstream-consolidate")
 	v = valid(t, "memstream-consolidate", req, content)
-	var in struct {
-		Facts []struct{ ID, Text string } `json:"facts"`
-	}
-	if err := json.Unmarshal([]byte(userMessage(req)), &in); err != nil || len(in.Facts) < 2 {
-		t.Fatalf("recorded memstream consolidation: %v", err)
-	}
 	creates = v["creates"].([]any)
-	if len(creates) != len(in.Facts) {
-		t.Fatalf("memstream consolidation: %d creates for %d facts", len(creates), len(in.Facts))
+	if len(creates) != 7 || !equalIDs(creates[0], "f1", "f3") || creates[0].(map[string]any)["text"] != "That sounds like a good plan; I saved it to your notes." {
+		t.Fatalf("memstream consolidation: %s", content)
 	}
-	for i, c := range creates {
-		m := c.(map[string]any)
-		if ids := m["source_fact_ids"].([]any); len(ids) != 1 || ids[0] != in.Facts[i].ID || m["text"] != in.Facts[i].Text {
-			t.Errorf("create %d = %v, want %s %q", i, m, in.Facts[i].ID, in.Facts[i].Text)
+	for i, id := range []string{"f2", "f4", "f5", "f6", "f7", "f8"} {
+		if !equalIDs(creates[i+1], id) {
+			t.Errorf("create %d = %v, want it to cite %s", i+1, creates[i+1], id)
 		}
+	}
+	raw = strings.Replace(recorded(t, "memstream-consolidate"), `\"observations\":null`,
+		`\"observations\":[{\"id\":\"o1\",\"text\":\"I will remind you the day before.\",\"proof_count\":2,\"for_facts\":[\"f2\"]},{\"id\":\"o2\",\"text\":\"Thanks, that sounds great!\",\"for_facts\":[\"f4\"]}]`, 1)
+	req, content = post(t, f, "/memstream", "memstream-consolidate+observation", raw)
+	v = valid(t, "memstream-consolidate+observation", req, content)
+	updates = v["updates"].([]any)
+	if len(v["creates"].([]any)) != 6 || len(updates) != 1 || updates[0].(map[string]any)["observation_id"] != "o1" || !equalIDs(updates[0], "f2") {
+		t.Fatalf("memstream with observations (o2 may not take f5): %s", content)
 	}
 
 	req, content = replay(t, f, "/memstream", "memstream-extract")
 	valid(t, "memstream-extract", req, content)
 
 	hs, ms := f.Calls("/hindsight"), f.Calls("/memstream")
-	if hs.Chat.Load() != 4 || hs.Free.Load() != 1 || ms.Chat.Load() != 2 || hs.Unanswered.Load()+ms.Unanswered.Load() != 0 || log.Len() != 0 {
+	if hs.Chat.Load() != 5 || hs.Free.Load() != 1 || ms.Chat.Load() != 3 || hs.Unanswered.Load()+ms.Unanswered.Load() != 0 || log.Len() != 0 {
 		t.Errorf("counts: hindsight %d chat (%d free), memstream %d, unanswered %d+%d, log %q",
 			hs.Chat.Load(), hs.Free.Load(), ms.Chat.Load(), hs.Unanswered.Load(), ms.Unanswered.Load(), log.String())
 	}
