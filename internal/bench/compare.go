@@ -40,10 +40,15 @@ type CompareConfig struct {
 	// Timeout bounds each wait (queryable, consolidated).
 	Timeout time.Duration
 	// MemstreamMaxTokens is the max_tokens of memstream's timed recalls
-	// (Hindsight's are 4096); below 4096 it brings memstream's result count
+	// (Hindsight's: HindsightMaxTokens); below 4096 it brings memstream's result count
 	// down to Hindsight's, so both answer with as many results. 0 means
 	// 4096.
 	MemstreamMaxTokens int
+	// HindsightMaxTokens is the same for Hindsight's timed recalls (0
+	// means 4096): in the LLM mode Hindsight returns facts and
+	// observations, more of them than memstream at 4096, so equal counts
+	// need Hindsight's budget lowered.
+	HindsightMaxTokens int
 	// Profile adds, after each memstream side, a line saying where its
 	// time went (SideProfile).
 	Profile bool
@@ -545,6 +550,9 @@ func runSide(ctx context.Context, cfg CompareConfig, s *system, round int, progr
 	maxTokens := 4096
 	if s.name == "memstream" && cfg.MemstreamMaxTokens > 0 {
 		maxTokens = cfg.MemstreamMaxTokens
+	}
+	if s.name == "hindsight" && cfg.HindsightMaxTokens > 0 {
+		maxTokens = cfg.HindsightMaxTokens
 	}
 	side.MaxTokens = maxTokens
 	var lat []time.Duration
