@@ -256,35 +256,13 @@ func (r *Recaller) graph(ctx context.Context, q *query) ([]Candidate, string, er
 	if err != nil {
 		return nil, "", fmt.Errorf("graph: %w", err)
 	}
-	// The walk loads what it finds, with the query vector, so that it
-	// need not be loaded after fusion; without the vector ready (a slow
-	// embedder), the facts are loaded later as usual.
-	var vec []float32
-	var withEmb, ready bool
-	select {
-	case <-q.embedDone:
-		vec, withEmb = q.loadArgs()
-		ready = true
-	default:
-	}
 	rows, err := r.st.RecallGraph(ctx, q.filter(), store.GraphWalk{Entities: entIDs, Weights: entW, NearIDs: nearIDs, NearSims: nearSims,
 		Limit: q.pool, SemanticWeight: seedSemantic, PerEntity: hop1PerEntity(q.pool), MentionCap: seedMentionCap(q.pool, n),
-		PerWeakEntity: hop1PerWeakEntity(q.pool, weak), Vec: vec, WithEmbedding: withEmb})
+		PerWeakEntity: hop1PerWeakEntity(q.pool, weak)})
 	if err != nil {
 		return nil, "", err
 	}
-	cands := make([]Candidate, len(rows))
-	loaded := make([]hydrated, 0, len(rows))
-	for i, g := range rows {
-		cands[i] = Candidate{ID: g.Fact.ID, Score: g.Score}
-		if ready {
-			loaded = append(loaded, hydratedFrom(g.Fact))
-		}
-	}
-	if q.hyd != nil {
-		q.hyd.add(loaded)
-	}
-	return cands, "", nil
+	return candidates(rows), "", nil
 }
 
 // nearestFacts returns the semanticSeedFacts facts nearest to the query

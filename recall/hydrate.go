@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/google/uuid"
-
-	"github.com/memstream/memstream/store"
 )
 
 // hydrated is a result before scoring, with what scoring needs.
@@ -124,60 +122,36 @@ func (h *hydrator) hydrate(ctx context.Context, fs []fused) ([]hydrated, error) 
 	return append(out, rows...), nil
 }
 
-// add takes facts an arm loaded itself, with the query vector and
-// embeddings as load would have loaded them.
-func (h *hydrator) add(rows []hydrated) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, row := range rows {
-		h.requested[row.ID] = true
-		h.got[row.ID] = row
-	}
-}
-
-// loadArgs are the query vector and embedding flag load reads facts with
-// (the embedding must be ready).
-func (q *query) loadArgs() ([]float32, bool) {
-	var vec []float32
-	if q.embedErr == nil && q.simVec != nil {
-		vec = q.simVec
-	}
-	return vec, q.Diversity > 0
-}
-
 // load reads facts by id in one round trip, with their similarity to the
 // query embedding (which arms other than semantic do not compute, and the
 // final score needs for all), and their embeddings only for
 // diversification, since they are the bulk of a row.
 func (r *Recaller) load(ctx context.Context, q *query, ids []uuid.UUID) ([]hydrated, error) {
-	vec, withEmb := q.loadArgs()
-	rows, err := r.st.RecallFacts(ctx, q.BankID, ids, vec, withEmb)
+	var vec []float32
+	if q.embedErr == nil && q.simVec != nil {
+		vec = q.simVec
+	}
+	rows, err := r.st.RecallFacts(ctx, q.BankID, ids, vec, q.Diversity > 0)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]hydrated, len(rows))
 	for i, f := range rows {
-		out[i] = hydratedFrom(f)
+		h := &out[i]
+		h.ID, h.Text, h.Type, h.Context = f.ID, f.Text, f.Type, f.Context
+		h.OccurredStart, h.OccurredEnd, h.MentionedAt = f.OccurredStart, f.OccurredEnd, f.MentionedAt
+		h.DocumentID, h.Tags, h.Metadata, h.SourceEventID = f.DocumentID, f.Tags, f.Metadata, f.SourceEventID
+		h.ProofCount, h.Trend, h.sim, h.vec = f.ProofCount, f.Trend, f.Sim, f.Embedding
+		h.Entities = f.EntityNames
+		for k := range f.EntityIDs {
+			h.ents = append(h.ents, EntityRef{ID: f.EntityIDs[k], Name: f.EntityNames[k], Kind: f.EntityKinds[k]})
+		}
+		if h.Tags == nil {
+			h.Tags = []string{}
+		}
+		if h.Entities == nil {
+			h.Entities = []string{}
+		}
 	}
 	return out, nil
-}
-
-// hydratedFrom converts a loaded fact.
-func hydratedFrom(f store.RecallFact) hydrated {
-	var h hydrated
-	h.ID, h.Text, h.Type, h.Context = f.ID, f.Text, f.Type, f.Context
-	h.OccurredStart, h.OccurredEnd, h.MentionedAt = f.OccurredStart, f.OccurredEnd, f.MentionedAt
-	h.DocumentID, h.Tags, h.Metadata, h.SourceEventID = f.DocumentID, f.Tags, f.Metadata, f.SourceEventID
-	h.ProofCount, h.Trend, h.sim, h.vec = f.ProofCount, f.Trend, f.Sim, f.Embedding
-	h.Entities = f.EntityNames
-	for k := range f.EntityIDs {
-		h.ents = append(h.ents, EntityRef{ID: f.EntityIDs[k], Name: f.EntityNames[k], Kind: f.EntityKinds[k]})
-	}
-	if h.Tags == nil {
-		h.Tags = []string{}
-	}
-	if h.Entities == nil {
-		h.Entities = []string{}
-	}
-	return h
 }

@@ -265,7 +265,7 @@ var ErrAllArmsFailed = errors.New("recall: every retrieval arm failed")
 type Store interface {
 	RecallSemantic(ctx context.Context, f store.RecallFilter, vec []float32, ef, limit int) ([]store.Scored, error)
 	RecallGraphSeeds(ctx context.Context, bank string, keys, phrases, givenLike []string) (store.GraphSeeds, error)
-	RecallGraph(ctx context.Context, f store.RecallFilter, w store.GraphWalk) ([]store.GraphFact, error)
+	RecallGraph(ctx context.Context, f store.RecallFilter, w store.GraphWalk) ([]store.Scored, error)
 	RecallTermFrequencies(ctx context.Context, bank string, terms []string, limit int) (map[string]int64, error)
 	RecallBankSize(ctx context.Context, bank string) (int64, error)
 	RecallKeyword(ctx context.Context, f store.RecallFilter, k store.KeywordSearch) ([]store.Scored, error)
@@ -373,9 +373,6 @@ type query struct {
 	simVec   []float32
 	embedErr error
 	embedDur time.Duration
-
-	// hyd takes the facts an arm loads itself (the graph's).
-	hyd *hydrator
 }
 
 // vector waits for the query embedding (computed once, concurrently with
@@ -570,7 +567,6 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 		}
 	}
 	hyd := newHydrator(r, q, len(traces))
-	q.hyd = hyd
 	defer hyd.wait()
 	var g errgroup.Group
 	for i := range traces {

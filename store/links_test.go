@@ -355,14 +355,10 @@ func TestGraphArmTakesNewestStoredFacts(t *testing.T) {
 	}
 	db := pgtest.Pool(t, url)
 	var texts []string
-	for _, g := range got {
-		// The walk returns each fact loaded, as hydration would.
+	for _, s := range got {
 		var text string
-		if err := db.QueryRow(ctx, `SELECT text FROM memory_units WHERE id = $1`, g.Fact.ID).Scan(&text); err != nil {
+		if err := db.QueryRow(ctx, `SELECT text FROM memory_units WHERE id = $1`, s.ID).Scan(&text); err != nil {
 			t.Fatal(err)
-		}
-		if g.Fact.Text != text || len(g.Fact.EntityIDs) != 1 || g.Fact.EntityIDs[0] != ent("bob") {
-			t.Errorf("graph fact %s loaded as %q with entities %v, want %q mentioning Bob", g.Fact.ID, g.Fact.Text, g.Fact.EntityIDs, text)
 		}
 		texts = append(texts, text)
 	}

@@ -90,50 +90,44 @@ const (
 	qGraphGivenSeeds = `SELECT coalesce(e.merged_into, e.id)
 	FROM entities e
 	WHERE e.bank_id = $1 AND e.kind = 'person' AND e.canonical_name LIKE ANY($2::text[])`
-)
 
-// qGraphExpand walks two hops. Seed entities are the named ones
-// ($5/$6) and those of the facts nearest to the query ($7 ids, $8
-// similarities: the semantic arm's best, see nearestFacts), weighted
-// by $10 times their similarity, that are mentioned at most $12
-// times (counting the mentions not yet folded into mention_count):
-// that a similar fact mentions Seattle, named in a thousand
-// facts, says nothing about which of them matter, the way a common
-// word says nothing in full-text search. An entity seeded both ways
-// keeps its best weight.
-//
-// Hop 1: facts that mention a seed entity, scored by the summed
-// weights of the seeds they mention (a fact naming both people asked
-// about beats one naming either). Each entity lends a bounded number
-// of facts, so that a city or a spouse mentioned by thousands of
-// facts cannot make every recall aggregate all of them. An entity the
-// query names in full (weight 1) lends its $11 most recently stored
-// facts, by unit_entities.seq (storage order; a merge keeps it), read
-// from unit_entities_seq_idx: $11 index entries and no memory_units
-// row, however big the entity is. (ctid order, used before, is not
-// storage order once rows are rewritten: a merge's moved rows came
-// first.) Weaker seeds (a given name alone that fits forty people, a
-// trigram match, the entities of the nearest facts, at most $12
-// mentions) lend their $13 most recent ones the same way; $13 shrinks
-// as they multiply. The seq (t) also breaks ties between equal scores
-// later, newest first.
-//
-// Hop 2: facts linked to the best $9/2 hop-1 facts or to the nearest
-// facts, scored by the parent's score times the link weight, damped
-// by link type: causal links carry the most meaning, entity and
-// temporal links the least (entity links repeat hop 1, temporal ones
-// are only nearness).
-//
-// Only the best 1.5·$9 facts of both hops are looked up in memory_units
-// for the request's filters: each lookup is a random read, and they
-// were most of the arm's time. Seed entities belong to the bank, so
-// both hops stay inside it; the final filter drops invalidated facts.
-//
-// The best $9 come back as hydration loads them (similarity to the
-// query vector $14, embedding when $15): the graph arm usually
-// finishes last, and what it found would otherwise be loaded in one
-// more round trip after fusion, on the recall's critical path.
-var qGraphExpand = `WITH useeds AS (
+	// qGraphExpand walks two hops. Seed entities are the named ones
+	// ($5/$6) and those of the facts nearest to the query ($7 ids, $8
+	// similarities: the semantic arm's best, see nearestFacts), weighted
+	// by $10 times their similarity, that are mentioned at most $12
+	// times (counting the mentions not yet folded into mention_count):
+	// that a similar fact mentions Seattle, named in a thousand
+	// facts, says nothing about which of them matter, the way a common
+	// word says nothing in full-text search. An entity seeded both ways
+	// keeps its best weight.
+	//
+	// Hop 1: facts that mention a seed entity, scored by the summed
+	// weights of the seeds they mention (a fact naming both people asked
+	// about beats one naming either). Each entity lends a bounded number
+	// of facts, so that a city or a spouse mentioned by thousands of
+	// facts cannot make every recall aggregate all of them. An entity the
+	// query names in full (weight 1) lends its $11 most recently stored
+	// facts, by unit_entities.seq (storage order; a merge keeps it), read
+	// from unit_entities_seq_idx: $11 index entries and no memory_units
+	// row, however big the entity is. (ctid order, used before, is not
+	// storage order once rows are rewritten: a merge's moved rows came
+	// first.) Weaker seeds (a given name alone that fits forty people, a
+	// trigram match, the entities of the nearest facts, at most $12
+	// mentions) lend their $13 most recent ones the same way; $13 shrinks
+	// as they multiply. The seq (t) also breaks ties between equal scores
+	// later, newest first.
+	//
+	// Hop 2: facts linked to the best $9/2 hop-1 facts or to the nearest
+	// facts, scored by the parent's score times the link weight, damped
+	// by link type: causal links carry the most meaning, entity and
+	// temporal links the least (entity links repeat hop 1, temporal ones
+	// are only nearness).
+	//
+	// Only the best 1.5·$9 facts of both hops are looked up in memory_units
+	// for the request's filters: each lookup is a random read, and they
+	// were most of the arm's time. Seed entities belong to the bank, so
+	// both hops stay inside it; the final filter drops invalidated facts.
+	qGraphExpand = `WITH useeds AS (
 		SELECT u.id, u.score FROM unnest($7::uuid[], $8::float8[]) AS u(id, score)),
 	seeds AS (
 		SELECT x.entity_id, max(x.w) AS w, bool_or(x.named) AS named FROM (
@@ -170,16 +164,13 @@ var qGraphExpand = `WITH useeds AS (
 		FROM (SELECT * FROM hop1 UNION ALL SELECT id, score, NULL FROM hop2) x
 		GROUP BY id
 		ORDER BY 2 DESC, 3 DESC NULLS LAST
-		LIMIT $9 + $9 / 2),
-	best AS (
-		SELECT m.id, sc.score, m.mentioned_at
-		FROM scored sc JOIN memory_units m ON m.id = sc.id
-		WHERE ` + unitFilter + ` AND sc.score > 0
-		ORDER BY sc.score DESC, m.mentioned_at DESC
-		LIMIT $9)
-	SELECT b.score, ` + factCols("$14", "$15") + `
-	FROM best b JOIN memory_units m ON m.id = b.id ` + factEntities + `
-	ORDER BY b.score DESC, b.mentioned_at DESC`
+		LIMIT $9 + $9 / 2)
+	SELECT m.id, sc.score
+	FROM scored sc JOIN memory_units m ON m.id = sc.id
+	WHERE ` + unitFilter + ` AND sc.score > 0
+	ORDER BY sc.score DESC, m.mentioned_at DESC
+	LIMIT $9`
+)
 
 // termQuery turns one term into a tsquery. plainto_tsquery never raises a
 // syntax error and treats its input as plain words, so user text cannot
@@ -267,33 +258,23 @@ SELECT x.* FROM w CROSS JOIN LATERAL (
 // temporalSimExpr is the similarity to the query, 0 without an embedding.
 const temporalSimExpr = `CASE WHEN $7::halfvec IS NULL OR m.embedding IS NULL THEN 0 ELSE 1 - (m.embedding <=> $7::halfvec) END AS sim`
 
-// factCols are the columns of a fact as recall returns it (RecallFact, see
-// scanFact), of m and its entities e (factEntities): vec is the parameter
-// of the query vector, whose similarity to each fact the final score needs
-// and which arms other than semantic do not compute; withEmb the flag that
-// loads the embedding (diversification only, since it is the bulk of a
-// row).
-func factCols(vec, withEmb string) string {
-	return `m.id, m.text, m.fact_type, m.context, m.occurred_start, m.occurred_end, m.mentioned_at,
+// qHydrate loads every fused candidate in one round trip, with its entities
+// and its similarity to the query (which arms other than semantic do not
+// compute, and the final score needs for all), and its embedding only when
+// $4 asks for it (diversification), since it is the bulk of a row. The bank and state are
+// checked again: a fact invalidated while the arms ran is not returned.
+const qHydrate = `SELECT m.id, m.text, m.fact_type, m.context, m.occurred_start, m.occurred_end, m.mentioned_at,
 	coalesce(m.document_id, ''), m.tags, m.metadata, coalesce(m.source_event_id, ''), m.proof_count, coalesce(m.trend, ''),
-	CASE WHEN ` + vec + `::halfvec IS NULL OR m.embedding IS NULL THEN 0 ELSE 1 - (m.embedding <=> ` + vec + `::halfvec) END,
+	CASE WHEN $3::halfvec IS NULL OR m.embedding IS NULL THEN 0 ELSE 1 - (m.embedding <=> $3::halfvec) END,
 	coalesce(e.ids, '{}'), coalesce(e.names, '{}'), coalesce(e.kinds, '{}'),
-	CASE WHEN ` + withEmb + `::bool THEN m.embedding END`
-}
-
-// factEntities joins a fact m with its entities, sorted by name.
-const factEntities = `LEFT JOIN LATERAL (
+	CASE WHEN $4::bool THEN m.embedding END
+FROM memory_units m
+LEFT JOIN LATERAL (
 	SELECT array_agg(en.id ORDER BY en.canonical_name) AS ids,
 	       array_agg(en.canonical_name ORDER BY en.canonical_name) AS names,
 	       array_agg(en.kind ORDER BY en.canonical_name) AS kinds
 	FROM unit_entities ue JOIN entities en ON en.id = ue.entity_id
-	WHERE ue.unit_id = m.id) e ON true`
-
-// qHydrate loads every fused candidate in one round trip. The bank and
-// state are checked again: a fact invalidated while the arms ran is not
-// returned.
-var qHydrate = `SELECT ` + factCols("$3", "$4") + `
-FROM memory_units m ` + factEntities + `
+	WHERE ue.unit_id = m.id) e ON true
 WHERE m.id = ANY($1::uuid[]) AND m.bank_id = $2 AND m.state = 'valid'`
 
 // RecallFilter is what every arm of a recall filters by: the bank, valid
@@ -431,34 +412,14 @@ type GraphWalk struct {
 	// or weak seed entity lends hop 1; MentionCap ($12) is the most
 	// mentions an entity of a nearest fact may have and still seed.
 	PerEntity, MentionCap, PerWeakEntity int
-	// Vec ($14, may be nil) and WithEmbedding ($15) load the facts found
-	// as RecallFacts does.
-	Vec           []float32
-	WithEmbedding bool
-}
-
-// GraphFact is a fact the graph walk found, with its walk score, loaded
-// as RecallFacts loads it.
-type GraphFact struct {
-	Score float64
-	Fact  RecallFact
 }
 
 // RecallGraph walks two hops from the seeds and returns the best facts
 // under f, best first.
-func (s *Store) RecallGraph(ctx context.Context, f RecallFilter, w GraphWalk) ([]GraphFact, error) {
-	var out []GraphFact
-	args := f.args(w.Entities, w.Weights, w.NearIDs, w.NearSims, w.Limit, w.SemanticWeight, w.PerEntity, w.MentionCap, w.PerWeakEntity,
-		halfvecOrNil(w.Vec), w.WithEmbedding)
-	err := s.genericQuery(ctx, qGraphExpand, args, func(row pgx.Rows) error {
-		var g GraphFact
-		if err := scanFact(row, &g.Fact, &g.Score); err != nil {
-			return err
-		}
-		out = append(out, g)
-		return nil
-	})
-	if err != nil {
+func (s *Store) RecallGraph(ctx context.Context, f RecallFilter, w GraphWalk) ([]Scored, error) {
+	var out []Scored
+	args := f.args(w.Entities, w.Weights, w.NearIDs, w.NearSims, w.Limit, w.SemanticWeight, w.PerEntity, w.MentionCap, w.PerWeakEntity)
+	if err := s.genericQuery(ctx, qGraphExpand, args, scanScored(&out)); err != nil {
 		return nil, fmt.Errorf("graph expand bank %s: %w", f.BankID, err)
 	}
 	return out, nil
@@ -587,12 +548,24 @@ type RecallFact struct {
 // fact invalidated meanwhile, or of another bank, is not returned. vec may
 // be nil; withEmbedding loads the embeddings too (the bulk of a row).
 func (s *Store) RecallFacts(ctx context.Context, bank string, ids []UUID, vec []float32, withEmbedding bool) ([]RecallFact, error) {
+	var qv any
+	if vec != nil {
+		qv = pgvector.NewHalfVector(vec)
+	}
 	out := make([]RecallFact, 0, len(ids))
-	err := s.genericQuery(ctx, qHydrate, []any{ids, bank, halfvecOrNil(vec), withEmbedding}, func(row pgx.Rows) error {
+	err := s.genericQuery(ctx, qHydrate, []any{ids, bank, qv, withEmbedding}, func(row pgx.Rows) error {
 		var h RecallFact
-		if err := scanFact(row, &h); err != nil {
+		var meta map[string]any
+		var emb *pgvector.HalfVector
+		err := row.Scan(&h.ID, &h.Text, &h.Type, &h.Context, &h.OccurredStart, &h.OccurredEnd, &h.MentionedAt, &h.DocumentID, &h.Tags,
+			&meta, &h.SourceEventID, &h.ProofCount, &h.Trend, &h.Sim, &h.EntityIDs, &h.EntityNames, &h.EntityKinds, &emb)
+		if err != nil {
 			return err
 		}
+		if emb != nil {
+			h.Embedding = emb.Slice()
+		}
+		h.Metadata = stringMap(meta)
 		out = append(out, h)
 		return nil
 	})
@@ -600,31 +573,6 @@ func (s *Store) RecallFacts(ctx context.Context, bank string, ids []UUID, vec []
 		return nil, fmt.Errorf("hydrate %d facts of bank %s: %w", len(ids), bank, err)
 	}
 	return out, nil
-}
-
-// scanFact reads factCols into h, after the columns before (which come
-// first in the row).
-func scanFact(row pgx.Rows, h *RecallFact, before ...any) error {
-	var meta map[string]any
-	var emb *pgvector.HalfVector
-	dest := append(before, &h.ID, &h.Text, &h.Type, &h.Context, &h.OccurredStart, &h.OccurredEnd, &h.MentionedAt, &h.DocumentID, &h.Tags,
-		&meta, &h.SourceEventID, &h.ProofCount, &h.Trend, &h.Sim, &h.EntityIDs, &h.EntityNames, &h.EntityKinds, &emb)
-	if err := row.Scan(dest...); err != nil {
-		return err
-	}
-	if emb != nil {
-		h.Embedding = emb.Slice()
-	}
-	h.Metadata = stringMap(meta)
-	return nil
-}
-
-// halfvecOrNil binds vec as a halfvec, or NULL when it is nil.
-func halfvecOrNil(vec []float32) any {
-	if vec == nil {
-		return nil
-	}
-	return pgvector.NewHalfVector(vec)
 }
 
 // hnswQuery runs sql with the budget's HNSW settings in one round trip.
