@@ -3,7 +3,10 @@ package recall
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 
 	"github.com/memstream/memstream/simscale"
 )
@@ -72,5 +75,66 @@ func TestQueryFormRanksStatementsOverQuestions(t *testing.T) {
 	}
 	if got := first([]string{HeuristicQueryForm}); got != "question" {
 		t.Errorf("with heuristics_off query_form, %s ranks first; want the question (the raw order)", got)
+	}
+}
+
+// frameQuery embeds a framed question as one vector and anything else as
+// another, so a test can tell which text each step used.
+type frameQuery struct{ framed, plain []float32 }
+
+func (f frameQuery) EmbedQueries(_ context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		v := f.plain
+		if strings.HasPrefix(t, suggestionFrame) {
+			v = f.framed
+		}
+		out[i] = append([]float32(nil), v...)
+	}
+	return out, nil
+}
+
+// A request for a suggestion searches with the framed vector (the taste
+// ranks first), but its similarity scores are the question's own: the
+// same with the heuristic on and off.
+func TestSuggestionSearchesFramedAndScoresPlain(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, []fact{
+		{key: "taste", bank: "b1", text: "Rosa: I only eat vegetarian food"},
+		{key: "other", bank: "b1", text: "Rosa: the boiler broke again on Monday"},
+	})
+	vs, err := fx.emb.EmbedDocuments(context.Background(), []string{"Rosa: I only eat vegetarian food", "Rosa: the boiler broke again on Monday"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := fx.recaller(t, frameQuery{framed: vs[0], plain: vs[1]}, Config{Scale: simscale.Identity})
+	ask := func(off []string) ([]Result, uuid.UUID) {
+		t.Helper()
+		resp, err := r.Recall(context.Background(), Request{BankID: "b1", Query: "Any ideas for dinner tonight?", QueryTime: queryTime,
+			Arms: []string{ArmSemantic}, Off: off, Trace: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Results) != 2 || len(resp.Trace.Arms) != 1 || len(resp.Trace.Arms[0].Candidates) == 0 {
+			t.Fatalf("got %d results, trace %+v", len(resp.Results), resp.Trace)
+		}
+		return resp.Results, resp.Trace.Arms[0].Candidates[0].ID
+	}
+	on, onFirst := ask(nil)
+	off, offFirst := ask([]string{HeuristicSuggestion})
+	if onFirst != fx.id(t, "taste") {
+		t.Error("with the frame, the semantic arm's first candidate is not the stated taste")
+	}
+	if offFirst != fx.id(t, "other") {
+		t.Error("without the frame, the semantic arm's first candidate is not the plain nearest")
+	}
+	sem := map[uuid.UUID]float64{}
+	for _, res := range off {
+		sem[res.ID] = res.Scores.Semantic
+	}
+	for _, res := range on {
+		if math.Abs(res.Scores.Semantic-sem[res.ID]) > 1e-6 {
+			t.Errorf("%q: similarity %g with the frame, %g without; want the question's own in both", res.Text, res.Scores.Semantic, sem[res.ID])
+		}
 	}
 }
