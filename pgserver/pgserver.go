@@ -515,7 +515,6 @@ func (s *Server) writeConf() error {
 	set("min_wal_size", "256MB", "")
 	set("checkpoint_timeout", "15min", "")
 	set("checkpoint_completion_target", "0.9", "")
-	set("autovacuum_naptime", "10s", "Ingest writes in bursts: a new table is analyzed (and the full-text index's pending list merged) within seconds, not a minute; until then recall plans without statistics.")
 	set("random_page_cost", "1.1", "Local SSD or page cache.")
 	set("jit", "off", "Short OLTP queries: JIT compile time costs more than it saves.")
 	set("logging_collector", "on", "Keep a week of logs in data_dir/log, one file per weekday.")
