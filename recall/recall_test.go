@@ -674,9 +674,14 @@ func BenchmarkRecall(b *testing.B) {
 }
 
 // TestSemanticCorrectUnderFilter forces the HNSW index (seq scans off) and
-// asks a small bank for a full pool while a big bank fills the graph: a
-// plain HNSW scan stops after ef_search neighbours, most of them the other
-// bank's, and would return too few; the iterative scan must fill the pool.
+// asks a small bank for a full pool while a big bank fills the graph.
+//   - A plain HNSW scan stops after ef_search neighbours, most of them the
+//     other bank's, and would return too few: the iterative scan must fill
+//     the pool.
+//   - The iterative scan itself stops after hnsw.max_scan_tuples index
+//     tuples (40 here): a bank whose rows lie far from the query then has
+//     few of them among those, and the arm must read the bank exactly
+//     rather than return fewer, silently.
 func TestSemanticCorrectUnderFilter(t *testing.T) {
 	t.Parallel()
 	var facts []fact
@@ -688,62 +693,8 @@ func TestSemanticCorrectUnderFilter(t *testing.T) {
 	}
 	fx := newFixture(t, facts)
 	// Leave the planner only the HNSW index: without the bank indexes and
-	// with seq scans off, it cannot read the small bank exactly.
-	for _, ix := range []string{"memory_units_bank_type_idx", "memory_units_mentioned_idx", "memory_units_occurred_idx", "memory_units_doc_idx", "memory_units_bank_tsv_idx"} {
-		if _, err := fx.pool.Exec(context.Background(), "DROP INDEX "+ix); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := fx.pool.Exec(context.Background(), "ALTER TABLE memory_units DROP CONSTRAINT memory_units_bank_id_idempotency_key_key"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fx.pool.Exec(context.Background(), "ANALYZE memory_units"); err != nil {
-		t.Fatal(err)
-	}
+	// with seq scans off, it cannot choose to read the small bank exactly.
 	// The plan itself is checked in store (TestSemanticPlanUsesHNSW).
-	st, err := store.Open(context.Background(), store.Deps{Logger: slog.New(slog.DiscardHandler)}, store.Config{URL: pgtest.WithSetting(t, fx.url, "enable_seqscan", "off"), Dim: testDim, MaxConns: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	r := fx.recallerWith(t, Deps{Store: st, Embedder: fx.emb}, Config{})
-	for _, req := range []Request{
-		{BankID: "small", Query: "garden river", Budget: BudgetLow, Arms: []string{ArmSemantic}, Trace: true},
-		{BankID: "small", Query: "garden river", Budget: BudgetLow, Arms: []string{ArmSemantic}, Trace: true, Tags: []string{"fin"}, TagsMatch: TagsAllStrict},
-	} {
-		resp, err := r.Recall(context.Background(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := armCands(resp.Trace, ArmSemantic)
-		if len(got) != 20 {
-			t.Errorf("semantic arm returned %d candidates, want the full pool of 20", len(got))
-		}
-		for _, id := range got {
-			if !strings.HasPrefix(names(fx, []uuid.UUID{id})[0], "small-") {
-				t.Errorf("candidate from another bank")
-			}
-		}
-	}
-}
-
-// TestSemanticFullWhenTheScanGivesUp: in a table many banks share, the
-// HNSW iterative scan stops after hnsw.max_scan_tuples index tuples. A
-// small bank whose rows lie far from the query then has none or few of
-// them among those, and the semantic arm must still return its full pool
-// (read from the bank exactly), not silently fewer.
-func TestSemanticFullWhenTheScanGivesUp(t *testing.T) {
-	t.Parallel()
-	var facts []fact
-	for i := range 400 {
-		facts = append(facts, fact{key: fmt.Sprintf("big-%d", i), bank: "big", text: fmt.Sprintf("note %d about the garden and the river", i)})
-	}
-	for i := range 30 {
-		facts = append(facts, fact{key: fmt.Sprintf("small-%d", i), bank: "small", text: fmt.Sprintf("entry %d on invoices and taxes", i), tags: []string{"fin"}})
-	}
-	fx := newFixture(t, facts)
-	// As in TestSemanticCorrectUnderFilter, leave the planner only the
-	// HNSW index, which a bank of middle size gets anyway.
 	for _, ix := range []string{"memory_units_bank_type_idx", "memory_units_mentioned_idx", "memory_units_occurred_idx", "memory_units_doc_idx", "memory_units_bank_tsv_idx"} {
 		if _, err := fx.pool.Exec(context.Background(), "DROP INDEX "+ix); err != nil {
 			t.Fatal(err)
@@ -755,29 +706,37 @@ func TestSemanticFullWhenTheScanGivesUp(t *testing.T) {
 	if _, err := fx.pool.Exec(context.Background(), "ANALYZE memory_units"); err != nil {
 		t.Fatal(err)
 	}
-	url := pgtest.WithSetting(t, pgtest.WithSetting(t, fx.url, "enable_seqscan", "off"), "hnsw.max_scan_tuples", "40")
-	st, err := store.Open(context.Background(), store.Deps{Logger: slog.New(slog.DiscardHandler)}, store.Config{URL: url, Dim: testDim, MaxConns: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	r := fx.recallerWith(t, Deps{Store: st, Embedder: fx.emb}, Config{})
-	for _, req := range []Request{
-		{BankID: "small", Query: "garden river", Budget: BudgetLow, Arms: []string{ArmSemantic}, Trace: true},
-		{BankID: "small", Query: "garden river", Budget: BudgetLow, Arms: []string{ArmSemantic}, Trace: true, Tags: []string{"fin"}, TagsMatch: TagsAllStrict},
-		{BankID: "big", Query: "garden river", Budget: BudgetLow, Arms: []string{ArmSemantic}, Trace: true},
+	noSeq := pgtest.WithSetting(t, fx.url, "enable_seqscan", "off")
+	for _, c := range []struct {
+		name string
+		url  string
+	}{
+		{"iterative scan", noSeq},
+		{"scan gives up", pgtest.WithSetting(t, noSeq, "hnsw.max_scan_tuples", "40")},
 	} {
-		resp, err := r.Recall(context.Background(), req)
+		st, err := store.Open(context.Background(), store.Deps{Logger: slog.New(slog.DiscardHandler)}, store.Config{URL: c.url, Dim: testDim, MaxConns: 8})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := armCands(resp.Trace, ArmSemantic)
-		if len(got) != 20 {
-			t.Errorf("bank %s: semantic arm returned %d candidates, want the full pool of 20", req.BankID, len(got))
-		}
-		for _, id := range got {
-			if !strings.HasPrefix(names(fx, []uuid.UUID{id})[0], req.BankID+"-") {
-				t.Errorf("bank %s: candidate from another bank", req.BankID)
+		t.Cleanup(st.Close)
+		r := fx.recallerWith(t, Deps{Store: st, Embedder: fx.emb}, Config{})
+		for _, req := range []Request{
+			{BankID: "small", Query: "garden river", Budget: BudgetLow, Arms: []string{ArmSemantic}, Trace: true},
+			{BankID: "small", Query: "garden river", Budget: BudgetLow, Arms: []string{ArmSemantic}, Trace: true, Tags: []string{"fin"}, TagsMatch: TagsAllStrict},
+			{BankID: "big", Query: "garden river", Budget: BudgetLow, Arms: []string{ArmSemantic}, Trace: true},
+		} {
+			resp, err := r.Recall(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := armCands(resp.Trace, ArmSemantic)
+			if len(got) != 20 {
+				t.Errorf("%s, bank %s: semantic arm returned %d candidates, want the full pool of 20", c.name, req.BankID, len(got))
+			}
+			for _, id := range got {
+				if !strings.HasPrefix(names(fx, []uuid.UUID{id})[0], req.BankID+"-") {
+					t.Errorf("%s, bank %s: candidate from another bank", c.name, req.BankID)
+				}
 			}
 		}
 	}
