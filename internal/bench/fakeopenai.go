@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memstream/memstream/embed"
+	"github.com/memstream/memstream/internal/wait"
 )
 
 // FakeOpenAI is an OpenAI-compatible server for side-by-side benchmarks:
@@ -122,20 +123,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func (f *FakeOpenAI) waitFor(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 func (f *FakeOpenAI) embeddings(w http.ResponseWriter, r *http.Request, c *FakeCalls) {
 	var req struct {
 		Input json.RawMessage `json:"input"`
@@ -158,7 +145,7 @@ func (f *FakeOpenAI) embeddings(w http.ResponseWriter, r *http.Request, c *FakeC
 		writeJSON(w, http.StatusInternalServerError, apiError(err.Error()))
 		return
 	}
-	if !f.waitFor(r.Context(), f.latency) {
+	if f.latency > 0 && !wait.Sleep(r.Context(), f.latency) {
 		return
 	}
 	f.EmbedCalls.Add(1)
@@ -263,7 +250,7 @@ func (f *FakeOpenAI) chat(w http.ResponseWriter, r *http.Request, c *FakeCalls) 
 		f.unanswered(w, r, c, fmt.Sprintf("response_format %q without a schema (system prompt %.80q)", rf.Type, system))
 		return
 	}
-	if !f.waitFor(r.Context(), f.chatLatency) {
+	if f.chatLatency > 0 && !wait.Sleep(r.Context(), f.chatLatency) {
 		return
 	}
 	f.ChatCalls.Add(1)
