@@ -36,14 +36,15 @@ func TestHNSWSettingsStayInTheBatch(t *testing.T) {
 	t.Parallel()
 	s := migratedInternal(t)
 	ctx := context.Background()
-	var ef, ro string
-	err := s.hnswQuery(ctx, 123, `SELECT current_setting('hnsw.ef_search'), current_setting('transaction_read_only')`, nil,
-		func(rows pgx.Rows) error { return rows.Scan(&ef, &ro) })
+	var ef, ro, plans string
+	err := s.hnswQuery(ctx, 123, `SELECT current_setting('hnsw.ef_search'), current_setting('transaction_read_only'), current_setting('plan_cache_mode')`, nil,
+		func(rows pgx.Rows) error { return rows.Scan(&ef, &ro, &plans) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ef != "123" || ro != "on" {
-		t.Errorf("inside the batch: ef_search %q, read only %q; want 123, on", ef, ro)
+	// Custom plans: a generic plan of the semantic arm cannot use HNSW.
+	if ef != "123" || ro != "on" || plans != "force_custom_plan" {
+		t.Errorf("inside the batch: ef_search %q, read only %q, plan_cache_mode %q; want 123, on, force_custom_plan", ef, ro, plans)
 	}
 	err = s.hnswQuery(ctx, 50, `CREATE TABLE recall_must_not_write (x int)`, nil, func(pgx.Rows) error { return nil })
 	if err == nil {
