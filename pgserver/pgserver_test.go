@@ -12,12 +12,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/memstream/memstream/internal/proctest"
 	"github.com/memstream/memstream/pgserver"
 )
 
@@ -323,8 +323,8 @@ func TestStartAsRootFromPrivateDir(t *testing.T) {
 	}
 	binDir := binDirOrSkip(t)
 	ctx := t.Context()
-	var logs strings.Builder
-	log := slog.New(slog.NewTextHandler(io.MultiWriter(t.Output(), &syncWriter{w: &logs}), nil))
+	var logs proctest.LogBuffer
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(t.Output(), &logs), nil))
 	private := t.TempDir()
 	if err := os.Chmod(private, 0o700); err != nil {
 		t.Fatal(err)
@@ -387,15 +387,4 @@ func assertUp(t *testing.T, url, when string) {
 	if _, err := conn.Exec(t.Context(), "SELECT 1"); err != nil {
 		t.Fatalf("server down %s: %v", when, err)
 	}
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 
 	"github.com/memstream/memstream/config"
 	"github.com/memstream/memstream/internal/pgtest"
+	"github.com/memstream/memstream/internal/proctest"
 	"github.com/memstream/memstream/internal/toolcache"
 )
 
@@ -65,8 +65,8 @@ func startMemstream(t *testing.T) string {
 		{Name: "admin", Key: mcpAdminKey, Banks: []string{"*"}, Scopes: []string{"admin"}},
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
-	var logs bytes.Buffer
-	a, err := start(ctx, cfg, config.AllRoles, newRegistry(), cfg.Log.NewLogger(&syncWriter{w: &logs}))
+	var logs proctest.LogBuffer
+	a, err := start(ctx, cfg, config.AllRoles, newRegistry(), cfg.Log.NewLogger(&logs))
 	if err != nil {
 		cancel()
 		t.Fatalf("start: %v", err)
@@ -89,17 +89,6 @@ func startMemstream(t *testing.T) string {
 		t.Fatal("memstream did not start serving within 2 minutes")
 	}
 	return ""
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
 
 func connectMCP(t *testing.T, endpoint, key string) *mcp.ClientSession {
@@ -553,11 +542,11 @@ func testMCPStdio(t *testing.T, base string) {
 		ctx, cancel := context.WithCancel(t.Context())
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
-		var stderr bytes.Buffer
+		var stderr proctest.LogBuffer
 		done := make(chan error, 1)
 		t.Setenv("MEMSTREAM_API_KEY", tc.key)
 		go func() {
-			done <- cmdMCP(ctx, []string{"--api", base, "--bank", tc.bank}, inR, outW, &syncWriter{w: &stderr})
+			done <- cmdMCP(ctx, []string{"--api", base, "--bank", tc.bank}, inR, outW, &stderr)
 			outW.Close()
 		}()
 		c := mcp.NewClient(&mcp.Implementation{Name: "memstream-test", Version: "1"}, nil)
@@ -636,10 +625,10 @@ func TestMCPCommand(t *testing.T) {
 
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	stderr.Reset()
+	var down proctest.LogBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- cmdMCP(t.Context(), []string{"--api", "http://127.0.0.1:1", "--bank", "alice"}, inR, outW, &syncWriter{w: &stderr})
+		done <- cmdMCP(t.Context(), []string{"--api", "http://127.0.0.1:1", "--bank", "alice"}, inR, outW, &down)
 		outW.Close()
 	}()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
@@ -655,7 +644,7 @@ func TestMCPCommand(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("memstream mcp: %v", err)
 	}
-	if !strings.Contains(stderr.String(), "does not answer") {
-		t.Errorf("no warning that the API is down on stderr:\n%s", stderr.String())
+	if !strings.Contains(down.String(), "does not answer") {
+		t.Errorf("no warning that the API is down on stderr:\n%s", down.String())
 	}
 }
