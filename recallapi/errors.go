@@ -74,6 +74,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae = badRequest("", "the request holds text the database cannot store (a NUL character, invalid encoding or a value too large to index)")
 	case errors.Is(err, context.DeadlineExceeded):
 		ae = &apiError{Status: http.StatusServiceUnavailable, Code: "timeout", Message: "the request timed out"}
+	case store.IsContention(err):
+		// Lost to background writers more often than the store retries:
+		// nothing was changed, and the same request may simply be sent again.
+		s.log.Warn("request lost to concurrent writers", "method", r.Method, "path", r.URL.Path, "error", err)
+		ae = &apiError{Status: http.StatusServiceUnavailable, Code: "busy", Message: "the bank is busy with concurrent writes; nothing was changed, try again", RetryAfter: time.Second}
 	default:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 		ae = &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}

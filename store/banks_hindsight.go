@@ -93,7 +93,7 @@ func (s *Store) SetBankConfig(ctx context.Context, bankID string, overrides map[
 	}
 	raw, _ := json.Marshal(set)
 	var out []byte
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, qBankConfigSet, bankID, raw).Scan(&out); err != nil {
 			return translate(err)
 		}
@@ -145,7 +145,7 @@ func (s *Store) ListBankAliases(ctx context.Context, bankID string) ([]BankAlias
 // AddBankAlias gives a bank another name. An alias that is taken, or that
 // is a bank's id, is ErrConflict.
 func (s *Store) AddBankAlias(ctx context.Context, bankID, alias string, primary bool) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		var taken bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM banks WHERE id = $1)`, alias).Scan(&taken); err != nil {
 			return err
@@ -170,7 +170,7 @@ func (s *Store) AddBankAlias(ctx context.Context, bankID, alias string, primary 
 
 // SetBankAliasPrimary makes an alias the bank's primary one, or not.
 func (s *Store) SetBankAliasPrimary(ctx context.Context, bankID, alias string, primary bool) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, qAliasPrimary, bankID, alias, primary)
 		if err != nil {
 			return err
@@ -453,7 +453,7 @@ const (
 // how many it deleted.
 func (s *Store) ClearObservations(ctx context.Context, bankID string) (int, error) {
 	var n int
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, qLockBankFacts, bankID); err != nil {
 			return err
 		}
@@ -479,7 +479,7 @@ func (s *Store) ClearObservations(ctx context.Context, bankID string) (int, erro
 // stream does not bring them back.
 func (s *Store) ClearMemories(ctx context.Context, bankID, factType string) (int, error) {
 	var n int
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, qLockBankFacts, bankID); err != nil {
 			return err
 		}
@@ -509,7 +509,7 @@ func (s *Store) ClearMemoryObservations(ctx context.Context, bankID string, id u
 		return 0, err
 	}
 	var n int
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		obs, err := collectUUIDs(ctx, tx, qMemoryObservations, bankID, id)
 		if err != nil {
 			return err

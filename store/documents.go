@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Document is one conversation or text of a bank, with what was derived
@@ -151,31 +150,18 @@ func (s *Store) ListDocuments(ctx context.Context, bankID, q string, tags []stri
 // ingested, so a deliberate replay of them would bring the document back.
 func (s *Store) DeleteDocument(ctx context.Context, bankID, docID string) (DocumentDeletion, error) {
 	var res DocumentDeletion
-	var err error
 	// A deadlock with an ingest transaction of the same document is
-	// possible (each waits for a row the other locked); the server aborts
-	// one of them, and both sides run again.
-	for attempt := 0; attempt < 3; attempt++ {
-		res, err = s.deleteDocument(ctx, bankID, docID)
-		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || (pgErr.Code != "40P01" && pgErr.Code != "40001") {
-			break
-		}
-	}
-	if err != nil {
-		return DocumentDeletion{}, fmt.Errorf("delete document %s/%s: %w", bankID, docID, err)
-	}
-	return res, nil
-}
-
-func (s *Store) deleteDocument(ctx context.Context, bankID, docID string) (DocumentDeletion, error) {
-	var res DocumentDeletion
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	// possible (each waits for a row the other locked); writeTx runs the
+	// loser again.
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		res, err = deleteDocumentTx(ctx, tx, bankID, docID)
 		return err
 	})
-	return res, err
+	if err != nil {
+		return DocumentDeletion{}, fmt.Errorf("delete document %s/%s: %w", bankID, docID, err)
+	}
+	return res, nil
 }
 
 // deleteDocumentTx is DeleteDocument inside tx; ErrNotFound when the bank

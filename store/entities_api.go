@@ -160,7 +160,7 @@ func (s *Store) MergeEntity(ctx context.Context, bankID string, src, into uuid.U
 	if src == into {
 		return out, fmt.Errorf("merge entity %s into itself: %w", src, ErrInvalidMerge)
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, qEntityLockPair, bankID, src, into)
 		if err != nil {
 			return err
@@ -225,7 +225,7 @@ func (s *Store) MergeEntity(ctx context.Context, bankID string, src, into uuid.U
 // entity was merged away: aliases belong on the survivor.
 func (s *Store) AddEntityAlias(ctx context.Context, bankID string, id uuid.UUID, alias string, keys []string) (Entity, error) {
 	var out Entity
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		var merged *uuid.UUID
 		if err := tx.QueryRow(ctx, qEntityExists, bankID, id).Scan(&merged); err != nil {
 			return translate(err)

@@ -44,7 +44,7 @@ const (
 // one transaction.
 func (s *Store) EditMemory(ctx context.Context, bankID string, id uuid.UUID, e MemoryEdit) (Memory, error) {
 	var m Memory
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		var typ, text, state string
 		if err := tx.QueryRow(ctx, qMemoryLock, bankID, id).Scan(&typ, &text, &state); err != nil {
 			return translate(err)
@@ -246,7 +246,7 @@ func (s *Store) GetDocument(ctx context.Context, bankID, docID string) (Document
 // SetDocumentTags replaces the tags of a document and of the facts
 // extracted from it.
 func (s *Store) SetDocumentTags(ctx context.Context, bankID, docID string, tags []string) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, qDocumentTags, bankID, docID, tags)
 		if err != nil {
 			return err

@@ -125,7 +125,7 @@ func (s *Store) MoveKnowledgeNode(ctx context.Context, bankID string, id uuid.UU
 // of its pages. It returns the ids of those mental models.
 func (s *Store) DeleteKnowledgeNode(ctx context.Context, bankID string, id uuid.UUID) ([]uuid.UUID, error) {
 	var models []uuid.UUID
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		if models, err = collectUUIDs(ctx, tx, qKnSubtreeModels, bankID, id); err != nil {
 			return err

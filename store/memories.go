@@ -217,7 +217,7 @@ func (s *Store) GetMemory(ctx context.Context, bankID string, id uuid.UUID) (Mem
 // it. Invalidating an observation is recorded in its history.
 func (s *Store) InvalidateMemory(ctx context.Context, bankID string, id uuid.UUID, reason string) (Memory, error) {
 	var m Memory
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		var typ, text string
 		if err := tx.QueryRow(ctx, qMemoryInvalidate, bankID, id, reason).Scan(&typ, &text); err != nil {
 			return translate(err)

@@ -107,7 +107,7 @@ func (s *Store) CreateMentalModel(ctx context.Context, m MentalModel) (MentalMod
 		tags = []string{}
 	}
 	var out MentalModel
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, qMentalModelEnsureBank, m.BankID); err != nil {
 			return err
 		}
@@ -133,7 +133,7 @@ func (s *Store) UpdateMentalModel(ctx context.Context, bankID string, id uuid.UU
 		v := int32(*p.MaxTokens)
 		maxTokens = &v
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		out, err = scanMentalModel(tx.QueryRow(ctx, qMentalModelUpdate, bankID, id, p.Name, p.SourceQuery, p.Content, p.Tags, maxTokens))
 		if err != nil {
@@ -156,7 +156,7 @@ func (s *Store) UpdateMentalModel(ctx context.Context, bankID string, id uuid.UU
 // DeleteMentalModel removes a mental model (and its history) and announces
 // it on MentalModelChannel in the same transaction.
 func (s *Store) DeleteMentalModel(ctx context.Context, bankID string, id uuid.UUID) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, qMentalModelDelete, bankID, id)
 		if err != nil {
 			return err

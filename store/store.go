@@ -315,3 +315,43 @@ func (s *Store) AuditSalt(ctx context.Context) (string, error) {
 	}
 	return v, nil
 }
+
+// contentionAttempts bounds how often a write transaction that lost a
+// deadlock or a serialization check is run again.
+const contentionAttempts = 4
+
+// IsContention reports an error of a store call that lost to a concurrent
+// writer (a deadlock, a serialization failure, a lock not available): the
+// transaction was rolled back, so the call did nothing and may simply be
+// made again.
+func IsContention(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001" || pgErr.Code == "55P03")
+}
+
+// writeTx runs fn in one transaction, and runs it again when the server
+// aborted it for a deadlock or a serialization failure. Consolidation and
+// ingest lock a bank's rows in their own order, so an API write that
+// touches many of them (a clear, a document delete) can lose a deadlock
+// to them; the server rolled the loser back, so a new attempt is safe.
+func (s *Store) writeTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	var err error
+	for attempt := 0; attempt < contentionAttempts; attempt++ {
+		if attempt > 0 {
+			// A short, growing pause lets the winner commit first.
+			t := time.NewTimer(time.Duration(attempt*attempt) * 10 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return err
+			case <-t.C:
+			}
+		}
+		err = pgx.BeginFunc(ctx, s.pool, fn)
+		if !IsContention(err) {
+			return err
+		}
+		s.log.Debug("write transaction lost to a concurrent writer; running it again", "attempt", attempt+1, "error", err)
+	}
+	return err
+}
