@@ -33,7 +33,7 @@ Usage:
   memstream reflect --bank B [--json] [--api URL] QUESTION
   memstream mcp [--bank B] [--api URL] [--config F]
   memstream migrate [--config F]
-  memstream bench ingest|recall|defense|reflect [flags]
+  memstream bench ingest|consolidate|recall|defense|reflect|compare|fake-openai [flags]
   memstream eval gen|run [flags]
   memstream consolidate --bank B
   memstream export pages --bank B --out DIR
