@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/google/uuid"
 )
 
 // presentQuery reports a question about the present state of something
@@ -79,25 +77,33 @@ const presentHead = 10
 // presentOrder reorders the head of hs (scored and sorted) for a question
 // about the present: by score with recency decaying to nothing, instead of
 // to recencyFloor, so of two statements of one state that both made the
-// head, the newer comes first. The head keeps its scores, best score in
-// the first place, so the list stays sorted and its top score comparable
-// with other questions'.
+// head, the newer comes first. Each head result's final score becomes its
+// own present-order key mapped onto the span the head had (as rerank
+// does): the list stays sorted, the head stays above the rest, and its top
+// score stays comparable with other questions'.
 func presentOrder(hs []hydrated, q *query, halfLife time.Duration) {
 	head := hs[:min(len(hs), presentHead)]
-	scores := make([]float64, len(head))
-	key := make(map[uuid.UUID]float64, len(head))
+	if len(head) < 2 {
+		return
+	}
+	keys := make([]float64, len(head))
+	flo, top := head[0].Scores.Final, head[0].Scores.Final
 	for i, h := range head {
-		scores[i] = h.Scores.Final
+		flo, top = min(flo, h.Scores.Final), max(top, h.Scores.Final)
 		usual := recency(h.factTime(), q, halfLife)
-		key[h.ID] = h.Scores.Final / usual * recencyWithFloor(h.factTime(), q, halfLife, 0)
+		keys[i] = h.Scores.Final / usual * recencyWithFloor(h.factTime(), q, halfLife, 0)
+	}
+	klo, khi := minMax(keys)
+	if khi <= klo {
+		return
+	}
+	for i := range head {
+		head[i].Scores.Final = flo + unit(keys[i], klo, khi)*(top-flo)
 	}
 	slices.SortStableFunc(head, func(a, b hydrated) int {
-		if c := cmp.Compare(key[b.ID], key[a.ID]); c != 0 {
+		if c := cmp.Compare(b.Scores.Final, a.Scores.Final); c != 0 {
 			return c
 		}
 		return cmpUUID(a.ID, b.ID)
 	})
-	for i := range head {
-		head[i].Scores.Final = scores[i]
-	}
 }

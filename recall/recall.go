@@ -128,10 +128,17 @@ const (
 	// statement of change (present.go), so that it finds the statement
 	// that changed the state.
 	HeuristicChange = "change"
+	// HeuristicTaste gives a request for a suggestion one more fused list:
+	// the loaded first-person statements of taste and habit (taste.go).
+	HeuristicTaste = "taste"
+	// HeuristicNamed gives a who/where/which question about the present
+	// one more fused list: the loaded first-person statements that name
+	// someone or something (taste.go).
+	HeuristicNamed = "named"
 )
 
 // Heuristics lists every switchable heuristic, in ablation order.
-var Heuristics = []string{HeuristicDedupe, HeuristicRecency, HeuristicQueryForm, HeuristicArmWeights, HeuristicSuggestion, HeuristicPresent, HeuristicChange}
+var Heuristics = []string{HeuristicDedupe, HeuristicRecency, HeuristicQueryForm, HeuristicArmWeights, HeuristicSuggestion, HeuristicPresent, HeuristicChange, HeuristicTaste, HeuristicNamed}
 
 // Scores explains a result's rank.
 type Scores struct {
@@ -630,6 +637,12 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 		}
 		t1 := time.Now()
 		hydrateDur = t1.Sub(t0)
+		if !q.off[HeuristicTaste] && suggestionRequest(q.Query) {
+			fs = listFuse(q, traces, hs, fs, r.cfg.RRFK, weights, tasteResult)
+		}
+		if !q.off[HeuristicNamed] && len(q.windows) == 0 && presentQuery(q.Query) && nameQuestion(q.Query) {
+			fs = listFuse(q, traces, hs, fs, r.cfg.RRFK, weights, namingResult)
+		}
 		scoreResults(hs, fs, q, r.cfg)
 		if !q.off[HeuristicDedupe] {
 			hs, collapsed = collapseDuplicates(hs)

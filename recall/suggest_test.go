@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -80,8 +81,10 @@ func TestChangeQuery(t *testing.T) {
 	}
 }
 
-// Of two statements of one state in the head, the newer comes first, the
-// head keeps its scores in order, and nothing below the head moves.
+// Of two statements of one state in the head, the newer comes first, each
+// head result's score is its own (its present-order key on the head's
+// span, never a neighbour's score handed back by position), the list stays
+// sorted, and nothing below the head moves.
 func TestPresentOrderPutsTheNewerStatementFirst(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
@@ -100,12 +103,30 @@ func TestPresentOrderPutsTheNewerStatementFirst(t *testing.T) {
 	for i := 3; i <= presentHead+2; i++ {
 		hs = append(hs, mk(byte(i), 0.70-float64(i)/100, 365*24*time.Hour))
 	}
+	key := map[byte]float64{}
+	for _, h := range hs[:presentHead] {
+		key[h.ID[0]] = h.Scores.Final / recency(h.factTime(), q, half) * recencyWithFloor(h.factTime(), q, half, 0)
+	}
+	klo, khi := key[1], key[1]
+	for _, k := range key {
+		klo, khi = min(klo, k), max(khi, k)
+	}
+	flo, top := hs[presentHead-1].Scores.Final, hs[0].Scores.Final
 	presentOrder(hs, q, half)
 	if hs[0].ID != (uuid.UUID{2}) || hs[1].ID != (uuid.UUID{1}) {
 		t.Fatalf("head order = %v %v, want the newer statement first", hs[0].ID[0], hs[1].ID[0])
 	}
-	if hs[0].Scores.Final != 0.80 || hs[1].Scores.Final != 0.75 {
-		t.Errorf("head scores = %g %g, want 0.8 0.75 kept in place", hs[0].Scores.Final, hs[1].Scores.Final)
+	if hs[0].Scores.Final != top {
+		t.Errorf("top score = %g, want the head's top %g", hs[0].Scores.Final, top)
+	}
+	for _, h := range hs[:presentHead] {
+		want := flo + (key[h.ID[0]]-klo)/(khi-klo)*(top-flo)
+		if math.Abs(h.Scores.Final-want) > 1e-12 {
+			t.Errorf("result %d scores %g, want %g from its own key", h.ID[0], h.Scores.Final, want)
+		}
+	}
+	if hs[1].Scores.Final == 0.75 {
+		t.Errorf("the old statement got the new one's score 0.75 handed back by position")
 	}
 	if !slices.IsSortedFunc(hs, func(a, b hydrated) int {
 		if a.Scores.Final > b.Scores.Final {
