@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -323,57 +322,10 @@ func testMCPTypeScriptClient(t *testing.T, base string) {
 }
 
 // tsClient installs tests/mcp-ts (npm ci from its lock file) into the
-// user cache directory, once per lock file, and puts the current
-// client.mjs beside it; it returns that directory.
+// user cache directory, once per lock file, with the current client.mjs
+// beside it; it returns that directory.
 func tsClient(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("npm"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("npm is missing; make test installs Node.js for the console's build")
-		}
-		t.Skip("npm is not installed")
-	}
-	src := filepath.Join("..", "..", "tests", "mcp-ts")
-	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := toolcache.Dir(t, "mcp-ts", lock, func(dir string) error {
-		for _, f := range []string{"package.json", "package-lock.json", ".npmrc"} {
-			copyFile(t, filepath.Join(src, f), filepath.Join(dir, f))
-		}
-		c := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		c.Dir = dir
-		if b, err := c.CombinedOutput(); err != nil {
-			return fmt.Errorf("npm ci: %v\n%s", err, b)
-		}
-		return nil
-	})
-	// The script changes without the lock file: write it on every run,
-	// atomically, under a name of its own.
-	script, err := os.ReadFile(filepath.Join(src, "client.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := filepath.Join(dir, fmt.Sprintf(".client-%d.mjs", os.Getpid()))
-	if err := os.WriteFile(tmp, script, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, "client.mjs")); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	return toolcache.NPM(t, "mcp-ts", filepath.Join("..", "..", "tests", "mcp-ts"), "client.mjs")
 }
 
 // testEveryTool calls each of the 39 tools once, in multi-bank mode with

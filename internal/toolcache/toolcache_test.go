@@ -3,6 +3,7 @@ package toolcache
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,5 +58,46 @@ func TestDirLeavesNothingWhenTheBuildFails(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(cache, "memstream", "broken*"))
 	if len(left) != 0 {
 		t.Fatalf("a failed build left %v", left)
+	}
+}
+
+// TestNPMInstallsOnceAndRewritesScripts: a package with no dependencies
+// (npm ci needs no network for it) is installed once per lock file, and
+// its script is written again on every call.
+func TestNPMInstallsOnceAndRewritesScripts(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("npm is not installed")
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	src := t.TempDir()
+	files := map[string]string{
+		"package.json":      `{"name": "toolcache-npm-test", "private": true}`,
+		"package-lock.json": `{"name": "toolcache-npm-test", "lockfileVersion": 3, "requires": true, "packages": {"": {"name": "toolcache-npm-test"}}}`,
+		".npmrc":            "fund=false\n",
+		"run.mjs":           "console.log(1)\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := NPM(t, "npm-test", src, "run.mjs")
+	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
+		t.Fatalf("not installed: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "installed-marker"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "run.mjs"), []byte("console.log(2)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if again := NPM(t, "npm-test", src, "run.mjs"); again != dir {
+		t.Fatalf("second call: %s, first %s", again, dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "installed-marker")); err != nil {
+		t.Fatal("the second call installed again")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "run.mjs")); string(b) != "console.log(2)\n" {
+		t.Fatalf("script not rewritten: %q", b)
 	}
 }
