@@ -69,6 +69,35 @@ func viewModel(m store.MentalModel) mentalModelView {
 		LastRefreshedAt: m.LastRefreshedAt, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, BasedOn: m.BasedOn}
 }
 
+// modelDetail reads Hindsight's `detail` query parameter of the mental
+// model routes: metadata (no query, content, configuration or what it
+// rests on), content (no based_on), or full (everything; the default).
+func modelDetail(r *http.Request) (string, error) {
+	d, err := enumParam(r, "detail", "metadata", "content", "full")
+	if d == "" {
+		d = "full"
+	}
+	return d, err
+}
+
+// detailView is a model's view cut to a detail level.
+func detailView(m store.MentalModel, detail string) any {
+	v := viewModel(m)
+	if detail == "full" {
+		return v
+	}
+	b, _ := json.Marshal(v)
+	var out map[string]any
+	_ = json.Unmarshal(b, &out)
+	delete(out, "based_on")
+	if detail == "metadata" {
+		for _, k := range []string{"source_query", "content", "max_tokens", "trigger"} {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
 func validateTags(field string, tags []string) error {
 	if len(tags) > maxTags {
 		return badRequest(field, fmt.Sprintf("%s has more than %d tags", field, maxTags))
@@ -130,11 +159,17 @@ func (s *Server) listMentalModels(w http.ResponseWriter, r *http.Request) error 
 		}
 		items = slices.DeleteFunc(items, func(m store.MentalModel) bool { return !tagsMatch(m.Tags, tags, mode) })
 	}
-	views := make([]mentalModelView, 0, len(items))
-	for _, m := range pageOf(items, limit, offset) {
-		views = append(views, viewModel(m))
+	// Hindsight's list defaults to metadata; memstream's to full, which
+	// its console and older callers read (docs/COMPATIBILITY.md).
+	detail, err := modelDetail(r)
+	if err != nil {
+		return err
 	}
-	writeJSON(w, http.StatusOK, list[mentalModelView]{Items: views, Total: len(items), Limit: limit, Offset: offset})
+	views := make([]any, 0, len(items))
+	for _, m := range pageOf(items, limit, offset) {
+		views = append(views, detailView(m, detail))
+	}
+	writeJSON(w, http.StatusOK, list[any]{Items: views, Total: len(items), Limit: limit, Offset: offset})
 	return nil
 }
 
@@ -207,6 +242,10 @@ func (s *Server) getMentalModel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	detail, err := modelDetail(r)
+	if err != nil {
+		return err
+	}
 	m, ok, gen := s.models.get(bank, id.String())
 	if !ok {
 		if m, err = s.d.Store.GetMentalModel(r.Context(), bank, id); err != nil {
@@ -214,7 +253,7 @@ func (s *Server) getMentalModel(w http.ResponseWriter, r *http.Request) error {
 		}
 		s.models.put(m, gen)
 	}
-	writeJSON(w, http.StatusOK, viewModel(m))
+	writeJSON(w, http.StatusOK, detailView(m, detail))
 	return nil
 }
 

@@ -219,3 +219,59 @@ func TestListenerLossDisablesCache(t *testing.T) {
 		t.Fatalf("listener calls = %d, want 2", n)
 	}
 }
+
+// TestMentalModelDetailAndCallerID: Hindsight's `detail` query cuts the
+// answer (metadata: no query or content; content: no based_on), and a
+// caller's id on create is the model's id.
+func TestMentalModelDetailAndCallerID(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	const b = "/v1/default/banks/b1/mental-models"
+	const id = "6b0c9a52-7c1e-4a8e-9a3f-2d4c1f0e9b11"
+	c := e.call("POST", b, `{"id":"`+id+`","name":"tastes","source_query":"What does Alice like?","content":"tea"}`, "")
+	if c.status != 200 || c.body["id"] != id || c.body["mental_model_id"] != id {
+		t.Fatalf("create with an id: %d %s", c.status, c.raw)
+	}
+	if r := e.call("POST", b, `{"id":"`+id+`","name":"other","source_query":"q"}`, ""); r.status != 409 {
+		t.Fatalf("an id taken: %d %s", r.status, r.raw)
+	}
+	for _, tc := range []struct {
+		detail      string
+		has, hasNot []string
+	}{
+		{"", []string{"content", "source_query", "based_on"}, nil},
+		{"full", []string{"content", "source_query", "based_on"}, nil},
+		{"content", []string{"content", "source_query", "max_tokens"}, []string{"based_on"}},
+		{"metadata", []string{"id", "name", "tags"}, []string{"content", "source_query", "max_tokens", "based_on"}},
+	} {
+		q := ""
+		if tc.detail != "" {
+			q = "?detail=" + tc.detail
+		}
+		get := e.call("GET", b+"/"+id+q, "", "")
+		list := e.call("GET", b+q, "", "")
+		if get.status != 200 || list.status != 200 {
+			t.Fatalf("detail %q: %d %d %s %s", tc.detail, get.status, list.status, get.raw, list.raw)
+		}
+		listed := items(t, list)[0]
+		for _, k := range tc.has {
+			if _, ok := get.body[k]; !ok {
+				t.Errorf("detail %q: get lacks %s: %s", tc.detail, k, get.raw)
+			}
+			if _, ok := listed[k]; !ok {
+				t.Errorf("detail %q: list lacks %s: %s", tc.detail, k, list.raw)
+			}
+		}
+		for _, k := range tc.hasNot {
+			if _, ok := get.body[k]; ok {
+				t.Errorf("detail %q: get has %s: %s", tc.detail, k, get.raw)
+			}
+			if _, ok := listed[k]; ok {
+				t.Errorf("detail %q: list has %s: %s", tc.detail, k, list.raw)
+			}
+		}
+	}
+	if r := e.call("GET", b+"/"+id+"?detail=everything", "", ""); r.status != 400 || r.errField() != "detail" {
+		t.Fatalf("bad detail: %d %s", r.status, r.raw)
+	}
+}

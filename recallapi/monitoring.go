@@ -79,8 +79,8 @@ func (s *Server) documentTransferRetired(w http.ResponseWriter, r *http.Request)
 	if _, err := s.bankID(r); err != nil {
 		return err
 	}
-	return &apiError{Status: http.StatusGone, Code: "gone", Message: "Document transfer was deprecated in Hindsight 1.1.0 and memstream does not " +
-		"serve it: use POST /v1/default/banks/{bank_id}/transfer/export and …/transfer/import."}
+	return &apiError{Status: http.StatusGone, Code: "gone", Message: "The synchronous document export was removed in Hindsight 1.1.0: " +
+		"submit POST /v1/default/banks/{bank_id}/document-transfer/export (or …/transfer/export), poll the operation, then download its download_url."}
 }
 
 func (s *Server) llmTracesNotServed(w http.ResponseWriter, r *http.Request) error {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -61,6 +62,13 @@ type transferArgs struct {
 	Config     bool   `json:"include_bank_config"`
 	ArchiveKey string `json:"archive_key,omitempty"`
 	DocumentID string `json:"document_id,omitempty"`
+	// DocumentIDs limit a document-transfer export to these documents.
+	DocumentIDs []string `json:"document_ids,omitempty"`
+	// OnConflict set makes an import a document-transfer import: the
+	// archive's documents merge into an existing bank (skip, replace or
+	// new-id for a document id it already has), and nothing else of the
+	// archive is applied.
+	OnConflict string `json:"on_conflict,omitempty"`
 }
 
 func transferFlags(r *http.Request) (transferArgs, error) {
@@ -90,6 +98,11 @@ func (s *Server) exportTransfer(w http.ResponseWriter, r *http.Request) error {
 	if a.DocumentID, err = textParam(r, "document_id"); err != nil {
 		return err
 	}
+	return s.submitExport(w, r, bank, a)
+}
+
+// submitExport queues the export of an existing bank.
+func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, bank string, a transferArgs) error {
 	if _, err := s.d.Store.GetBank(r.Context(), bank); err != nil {
 		return err
 	}
@@ -151,27 +164,9 @@ func (s *Server) importTransfer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, max(s.cfg.MaxBodyBytes, 64<<20))
-	if err := r.ParseMultipartForm(32 << 20); err != nil {
-		return badRequest("file", "the body must be multipart/form-data with the archive as file: "+err.Error())
-	}
-	defer r.MultipartForm.RemoveAll()
-	fhs := r.MultipartForm.File["file"]
-	if len(fhs) != 1 {
-		return badRequest("file", "file must hold one archive")
-	}
-	f, err := fhs[0].Open()
+	data, man, err := s.readUpload(w, r)
 	if err != nil {
-		return badRequest("file", err.Error())
-	}
-	data, err := io.ReadAll(f)
-	f.Close()
-	if err != nil {
-		return badRequest("file", err.Error())
-	}
-	man, _, _, err := readArchive(data)
-	if err != nil {
-		return badRequest("file", "file is not a memstream bank archive: "+err.Error())
+		return err
 	}
 	a.Target = r.URL.Query().Get("target_bank_id")
 	if a.Target == "" {
@@ -186,6 +181,11 @@ func (s *Server) importTransfer(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkTargetFree(r, a.Target); err != nil {
 		return err
 	}
+	return s.submitImport(w, r, bank, data, a)
+}
+
+// submitImport keeps the archive and queues the import operation.
+func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, bank string, data []byte, a transferArgs) error {
 	id := uuid.New()
 	a.ArchiveKey = "arc/import-" + id.String()
 	if _, err := s.d.Store.PutFile(r.Context(), store.StoredFile{Key: a.ArchiveKey, BankID: bank, Kind: "archive", MediaType: "application/zip", Data: data}); err != nil {
@@ -197,6 +197,83 @@ func (s *Server) importTransfer(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"operation_id": op.ID.String(), "status": "pending"})
 	return nil
+}
+
+// readUpload reads the multipart `file` of an import and checks that it
+// is a memstream bank archive.
+func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) ([]byte, archiveManifest, error) {
+	var man archiveManifest
+	r.Body = http.MaxBytesReader(w, r.Body, max(s.cfg.MaxBodyBytes, 64<<20))
+	if err := r.ParseMultipartForm(32 << 20); err != nil {
+		return nil, man, badRequest("file", "the body must be multipart/form-data with the archive as file: "+err.Error())
+	}
+	defer r.MultipartForm.RemoveAll()
+	fhs := r.MultipartForm.File["file"]
+	if len(fhs) != 1 {
+		return nil, man, badRequest("file", "file must hold one archive")
+	}
+	f, err := fhs[0].Open()
+	if err != nil {
+		return nil, man, badRequest("file", err.Error())
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return nil, man, badRequest("file", err.Error())
+	}
+	if man, _, _, err = readArchive(data); err != nil {
+		return nil, man, badRequest("file", "file is not a memstream bank archive: "+err.Error())
+	}
+	return data, man, nil
+}
+
+// exportDocuments is Hindsight's document-transfer export (deprecated in
+// Hindsight 1.1.0 for …/transfer/export, and still served there): the
+// bank's documents, or those named by document_id, without its
+// configuration. Observations are not carried as such: an import
+// consolidates the imported facts again.
+func (s *Server) exportDocuments(w http.ResponseWriter, r *http.Request) error {
+	bank, err := s.bankID(r)
+	if err != nil {
+		return err
+	}
+	a := transferArgs{Data: true, DocumentIDs: queryList(r, "document_id")}
+	obs, err := boolParam(r, "include_observations", false)
+	if err != nil {
+		return err
+	}
+	if _, err := boolParam(r, "include_knowledge_base", false); err != nil {
+		return err
+	}
+	if obs && len(a.DocumentIDs) > 0 {
+		return badRequest("include_observations", "include_observations exports the whole bank: it cannot be combined with document_id")
+	}
+	return s.submitExport(w, r, bank, a)
+}
+
+// importDocuments is Hindsight's document-transfer import: an archive's
+// documents merge into this bank, a document id the bank has already
+// handled by on_conflict (skip, the default; replace; new-id).
+func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
+	bank, err := s.bankID(r)
+	if err != nil {
+		return err
+	}
+	mode, err := enumParam(r, "on_conflict", "skip", "replace", "new-id")
+	if err != nil {
+		return err
+	}
+	if mode == "" {
+		mode = "skip"
+	}
+	data, _, err := s.readUpload(w, r)
+	if err != nil {
+		return err
+	}
+	if err := s.d.Store.EnsureBank(r.Context(), bank); err != nil {
+		return err
+	}
+	return s.submitImport(w, r, bank, data, transferArgs{Target: bank, Data: true, OnConflict: mode})
 }
 
 // buildArchive writes a bank's archive.
@@ -241,7 +318,7 @@ func (s *Server) buildArchive(ctx context.Context, bank string, a transferArgs) 
 			return nil, man, err
 		}
 		for _, d := range docs {
-			if a.DocumentID != "" && d.ID != a.DocumentID {
+			if a.DocumentID != "" && d.ID != a.DocumentID || len(a.DocumentIDs) > 0 && !slices.Contains(a.DocumentIDs, d.ID) {
 				continue
 			}
 			chunks, _, err := s.d.Store.ListChunks(ctx, bank, d.ID, 100000, 0)
@@ -365,6 +442,9 @@ func (s *Server) restore(ctx context.Context, o store.Operation, data []byte, a 
 		return nil, err
 	}
 	target := a.Target
+	if a.OnConflict != "" {
+		return s.mergeDocuments(ctx, o, target, docs, a.OnConflict)
+	}
 	b := ab.Bank
 	b.ID, b.CreatedAt, b.UpdatedAt = target, time.Time{}, time.Time{}
 	if b.Name == "" || b.Name == ab.Bank.ID {
@@ -403,11 +483,58 @@ func (s *Server) restore(ctx context.Context, o store.Operation, data []byte, a 
 			return nil, err
 		}
 	}
+	events := docEvents(o, target, docs, nil)
+	if err := s.publishAndWait(ctx, target, events); err != nil {
+		return nil, err
+	}
+	return rawJSON(map[string]any{"target_bank_id": target, "documents": len(docs), "chunks": len(events),
+		"directives": len(ab.Directives), "mental_models": len(ab.MentalModels)}), nil
+}
+
+// mergeDocuments retains an archive's documents into an existing bank,
+// deciding by onConflict what becomes of a document id the bank has: skip
+// it, replace the stored document, or import it under a new id.
+func (s *Server) mergeDocuments(ctx context.Context, o store.Operation, target string, docs []archiveDoc, onConflict string) (json.RawMessage, error) {
+	var keep []archiveDoc
+	replace := map[string]bool{}
+	skipped := 0
+	for _, d := range docs {
+		if _, err := s.d.Store.GetDocument(ctx, target, d.ID); errors.Is(err, store.ErrNotFound) {
+			keep = append(keep, d)
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		switch onConflict {
+		case "replace":
+			replace[d.ID] = true
+		case "new-id":
+			d.ID = d.ID + "-" + o.ID.String()[:8]
+		default:
+			skipped++
+			continue
+		}
+		keep = append(keep, d)
+	}
+	events := docEvents(o, target, keep, replace)
+	if err := s.publishAndWait(ctx, target, events); err != nil {
+		return nil, err
+	}
+	return rawJSON(map[string]any{"target_bank_id": target, "imported": len(keep), "skipped": skipped,
+		"documents": len(keep), "chunks": len(events)}), nil
+}
+
+// docEvents are the events that retain an archive's documents into
+// target; a document in replace replaces what the bank stored of it.
+func docEvents(o store.Operation, target string, docs []archiveDoc, replace map[string]bool) []event.Event {
 	var events []event.Event
 	for _, d := range docs {
 		for i, c := range d.Chunks {
 			ev := event.Event{BankID: target, EventID: fmt.Sprintf("import/%s/%d/%s", o.ID, i, shaPrefix([]byte(d.ID))),
 				DocumentID: d.ID, Content: c, Context: d.Context, Tags: d.Tags, Metadata: d.Metadata}
+			if i == 0 && replace[d.ID] {
+				ev.UpdateMode = "replace"
+			}
 			if i < len(d.ChunkTimes) {
 				if t, err := time.Parse(time.RFC3339Nano, d.ChunkTimes[i]); err == nil {
 					ev.Timestamp = t.UTC().Format(time.RFC3339Nano)
@@ -416,11 +543,17 @@ func (s *Server) restore(ctx context.Context, o store.Operation, data []byte, a 
 			events = append(events, ev)
 		}
 	}
+	return events
+}
+
+// publishAndWait retains events through Kafka and returns once they are
+// persisted.
+func (s *Server) publishAndWait(ctx context.Context, target string, events []event.Event) error {
 	keys := make([]string, len(events))
 	for i := 0; i < len(events); i += 500 {
 		batch := events[i:min(len(events), i+500)]
 		if _, err := s.d.Publisher.Publish(ctx, batch); err != nil {
-			return nil, fmt.Errorf("import into %s: publish: %w", target, err)
+			return fmt.Errorf("import into %s: publish: %w", target, err)
 		}
 		for j, ev := range batch {
 			keys[i+j] = ev.EventID
@@ -433,16 +566,15 @@ func (s *Server) restore(ctx context.Context, o store.Operation, data []byte, a 
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("import into %s: %d of %d chunks persisted within 10 minutes", target, n, len(keys))
+			return fmt.Errorf("import into %s: %d of %d chunks persisted within 10 minutes", target, n, len(keys))
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return rawJSON(map[string]any{"target_bank_id": target, "documents": len(docs), "chunks": len(events),
-		"directives": len(ab.Directives), "mental_models": len(ab.MentalModels)}), nil
+	return nil
 }
 
 // templateManifest is Hindsight's BankTemplateManifest.
@@ -640,10 +772,9 @@ func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request) error {
 			}
 			s.models.invalidate(bank, id.String(), "local")
 		} else {
+			// A fresh id: mental model ids are global, and the template's
+			// may be a model of the bank it was exported from.
 			nm := store.MentalModel{BankID: bank, Name: m.Name, SourceQuery: m.SourceQuery, Tags: nonNil(m.Tags), MaxTokens: mt}
-			if u, err := uuid.Parse(m.ID); err == nil {
-				nm.ID = u
-			}
 			created, err := s.d.Store.CreateMentalModel(r.Context(), nm)
 			if err != nil {
 				return err

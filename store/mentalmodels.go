@@ -99,12 +99,17 @@ func (s *Store) GetMentalModel(ctx context.Context, bankID string, id uuid.UUID)
 	return m, nil
 }
 
-// CreateMentalModel stores a new mental model with a fresh id. A second
-// model with the same name in the bank is ErrConflict.
+// CreateMentalModel stores a new mental model under m.ID, or a fresh id
+// when m.ID is zero (a caller's id is Hindsight's `id` on create). A second
+// model with the same name in the bank, or an id taken, is ErrConflict.
 func (s *Store) CreateMentalModel(ctx context.Context, m MentalModel) (MentalModel, error) {
 	tags := m.Tags
 	if tags == nil {
 		tags = []string{}
+	}
+	id := m.ID
+	if id == uuid.Nil {
+		id = uuid.New()
 	}
 	var out MentalModel
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
@@ -112,7 +117,7 @@ func (s *Store) CreateMentalModel(ctx context.Context, m MentalModel) (MentalMod
 			return err
 		}
 		var err error
-		out, err = scanMentalModel(tx.QueryRow(ctx, qMentalModelInsert, uuid.New(), m.BankID, m.Name, m.SourceQuery,
+		out, err = scanMentalModel(tx.QueryRow(ctx, qMentalModelInsert, id, m.BankID, m.Name, m.SourceQuery,
 			m.Content, tags, int32(m.MaxTokens)))
 		return translate(err)
 	})
