@@ -178,17 +178,27 @@ func (r *Recaller) termStats(ctx context.Context, bank string, terms []string) (
 }
 
 // bankSize is the bank's number of valid facts, from the cache where it
-// is fresh (the keyword and graph arms both need it).
+// is fresh. Three arms need it as they start, so concurrent misses for
+// one bank share one count; it runs on its own deadline, so that one
+// caller's cancellation does not fail the others.
 func (r *Recaller) bankSize(ctx context.Context, bank string, now time.Time) (int64, error) {
 	if n, ok := r.stats.bankSize(bank, now); ok {
 		return n, nil
 	}
-	n, err := r.st.RecallBankSize(ctx, bank)
+	v, err, _ := r.sizes.Do(bank, func() (any, error) {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.ArmTimeout)
+		defer cancel()
+		n, err := r.st.RecallBankSize(cctx, bank)
+		if err != nil {
+			return nil, err
+		}
+		r.stats.putBankSize(bank, n, now)
+		return n, nil
+	})
 	if err != nil {
 		return 0, err
 	}
-	r.stats.putBankSize(bank, n, now)
-	return n, nil
+	return v.(int64), nil
 }
 
 // termStat is a term's document frequency df in a bank of n facts.

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/memstream/memstream/store"
 	"github.com/memstream/memstream/timeparse"
@@ -271,6 +272,7 @@ var ErrAllArmsFailed = errors.New("recall: every retrieval arm failed")
 // Store runs recall's statements; *store.Store is the one memstream uses.
 type Store interface {
 	RecallSemantic(ctx context.Context, f store.RecallFilter, vec []float32, ef, limit int) ([]store.Scored, error)
+	RecallSemanticExact(ctx context.Context, f store.RecallFilter, vec []float32, limit int) ([]store.Scored, error)
 	RecallGraphSeeds(ctx context.Context, bank string, keys, phrases, givenLike []string) (store.GraphSeeds, error)
 	RecallGraph(ctx context.Context, f store.RecallFilter, w store.GraphWalk) ([]store.Scored, error)
 	RecallTermFrequencies(ctx context.Context, bank string, terms []string, limit int) (map[string]int64, error)
@@ -316,7 +318,11 @@ type Recaller struct {
 	tok   *tokens.Counter
 	met   *metrics
 	stats *statCache
+	sizes singleflight.Group // bankSize look-ups in flight
 	clock *clockCache
+	// exactMax is the largest bank the semantic arm reads exactly
+	// (exactSearchMaxFacts; tests lower it to reach the HNSW path).
+	exactMax int64
 }
 
 // New returns a Recaller.
@@ -352,7 +358,7 @@ func New(deps Deps, cfg Config) (*Recaller, error) {
 		return nil, err
 	}
 	return &Recaller{st: deps.Store, emb: deps.Embedder, rr: deps.Reranker, cfg: cfg, log: log, tok: tok, met: met, stats: stats,
-		clock: &clockCache{src: deps.Clock, ttl: cfg.ClockTTL, at: map[string]clockEntry{}}}, nil
+		clock: &clockCache{src: deps.Clock, ttl: cfg.ClockTTL, at: map[string]clockEntry{}}, exactMax: exactSearchMaxFacts}, nil
 }
 
 // query is a validated request with its derived settings, shared read-only

@@ -9,11 +9,13 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgvector/pgvector-go"
 
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/internal/pgtest"
@@ -708,11 +710,13 @@ func TestSemanticCorrectUnderFilter(t *testing.T) {
 	}
 	noSeq := pgtest.WithSetting(t, fx.url, "enable_seqscan", "off")
 	for _, c := range []struct {
-		name string
-		url  string
+		name  string
+		url   string
+		exact bool
 	}{
-		{"iterative scan", noSeq},
-		{"scan gives up", pgtest.WithSetting(t, noSeq, "hnsw.max_scan_tuples", "40")},
+		{"iterative scan", noSeq, false},
+		{"scan gives up", pgtest.WithSetting(t, noSeq, "hnsw.max_scan_tuples", "40"), false},
+		{"exact scan of a small bank", fx.url, true},
 	} {
 		st, err := store.Open(context.Background(), store.Deps{Logger: slog.New(slog.DiscardHandler)}, store.Config{URL: c.url, Dim: testDim, MaxConns: 8})
 		if err != nil {
@@ -720,6 +724,9 @@ func TestSemanticCorrectUnderFilter(t *testing.T) {
 		}
 		t.Cleanup(st.Close)
 		r := fx.recallerWith(t, Deps{Store: st, Embedder: fx.emb}, Config{})
+		if !c.exact {
+			r.exactMax = 0 // both banks through the HNSW index
+		}
 		for _, req := range []Request{
 			{BankID: "small", Query: "garden river", Budget: BudgetLow, Arms: []string{ArmSemantic}, Trace: true},
 			{BankID: "small", Query: "garden river", Budget: BudgetLow, Arms: []string{ArmSemantic}, Trace: true, Tags: []string{"fin"}, TagsMatch: TagsAllStrict},
@@ -739,6 +746,119 @@ func TestSemanticCorrectUnderFilter(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// countingStore is the real store, counting the calls recall makes.
+type countingStore struct {
+	*store.Store
+	semantic, exact, bankSize atomic.Int32
+}
+
+func (c *countingStore) RecallSemantic(ctx context.Context, f store.RecallFilter, vec []float32, ef, limit int) ([]store.Scored, error) {
+	c.semantic.Add(1)
+	return c.Store.RecallSemantic(ctx, f, vec, ef, limit)
+}
+
+func (c *countingStore) RecallSemanticExact(ctx context.Context, f store.RecallFilter, vec []float32, limit int) ([]store.Scored, error) {
+	c.exact.Add(1)
+	return c.Store.RecallSemanticExact(ctx, f, vec, limit)
+}
+
+func (c *countingStore) RecallBankSize(ctx context.Context, bank string) (int64, error) {
+	c.bankSize.Add(1)
+	return c.Store.RecallBankSize(ctx, bank)
+}
+
+// TestSmallBankSemanticIsExact checks that a bank of at most exactMax
+// facts is read exactly: the semantic arm returns the facts with the
+// highest cosine similarity to the query vector, in order, from the
+// bank's stored vectors, whatever the index would have found; a bigger
+// bank goes through the HNSW statement. The three arms that need the
+// bank's size share one count.
+func TestSmallBankSemanticIsExact(t *testing.T) {
+	t.Parallel()
+	var facts []fact
+	topics := []string{"garden", "river", "invoice", "guitar", "school", "tires", "coffee", "customs"}
+	for i := range 120 {
+		facts = append(facts, fact{key: fmt.Sprintf("s-%d", i), bank: "small",
+			text: fmt.Sprintf("entry %d about the %s and the %s", i, topics[i%len(topics)], topics[(i/5)%len(topics)])})
+	}
+	for i := range 60 {
+		facts = append(facts, fact{key: fmt.Sprintf("o-%d", i), bank: "other", text: fmt.Sprintf("entry %d about the garden and the river", i)})
+	}
+	fx := newFixture(t, facts)
+	ctx := context.Background()
+	cs := &countingStore{Store: fx.st}
+	r := fx.recallerWith(t, Deps{Store: cs, Embedder: fx.emb}, Config{})
+	query := "the garden by the river"
+	off := []string{HeuristicQueryForm, HeuristicSuggestion, HeuristicChange} // search with the plain query vector
+	resp, err := r.Recall(ctx, Request{BankID: "small", Query: query, QueryTime: queryTime, Off: off, Trace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, s, n := cs.exact.Load(), cs.semantic.Load(), cs.bankSize.Load(); e != 1 || s != 0 || n != 1 {
+		t.Errorf("small bank: %d exact and %d HNSW searches, %d bank size counts; want 1, 0 and 1", e, s, n)
+	}
+	// The cosine of every fact of the bank, from its stored vector.
+	qv, err := fx.emb.EmbedQueries(ctx, []string{query})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := fx.pool.Query(ctx, `SELECT id, 1 - (embedding <=> $1) FROM memory_units WHERE bank_id = 'small'`, pgvector.NewHalfVector(qv[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cos := map[uuid.UUID]float64{}
+	for rows.Next() {
+		var id uuid.UUID
+		var c float64
+		if err := rows.Scan(&id, &c); err != nil {
+			t.Fatal(err)
+		}
+		cos[id] = c
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var got []Candidate
+	for _, a := range resp.Trace.Arms {
+		if a.Arm == ArmSemantic {
+			got = a.Candidates
+		}
+	}
+	if len(got) != 50 {
+		t.Fatalf("semantic arm returned %d candidates, want the pool of 50", len(got))
+	}
+	in := map[uuid.UUID]bool{}
+	for i, c := range got {
+		in[c.ID] = true
+		want, ok := cos[c.ID]
+		if !ok {
+			t.Fatalf("candidate %d is not the bank's", i)
+		}
+		if math.Abs(c.Score-want) > 1e-6 {
+			t.Errorf("candidate %d: score %.6f, its cosine is %.6f", i, c.Score, want)
+		}
+		if i > 0 && c.Score > got[i-1].Score {
+			t.Errorf("candidate %d scores %.6f above candidate %d (%.6f)", i, c.Score, i-1, got[i-1].Score)
+		}
+	}
+	last := got[len(got)-1].Score
+	for id, c := range cos {
+		if !in[id] && c > last+1e-6 {
+			t.Errorf("fact %s (cosine %.6f) left out of the pool, whose last scores %.6f", names(fx, []uuid.UUID{id})[0], c, last)
+		}
+	}
+
+	// Above exactMax, the HNSW statement.
+	r2 := fx.recallerWith(t, Deps{Store: cs, Embedder: fx.emb}, Config{})
+	r2.exactMax = 100
+	if _, err := r2.Recall(ctx, Request{BankID: "small", Query: query, QueryTime: queryTime, Arms: []string{ArmSemantic}}); err != nil {
+		t.Fatal(err)
+	}
+	if e, s := cs.exact.Load(), cs.semantic.Load(); e != 1 || s != 1 {
+		t.Errorf("bank of 120 facts above exactMax 100: %d exact and %d HNSW searches in all, want 1 and 1", e, s)
 	}
 }
 

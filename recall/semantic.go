@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -41,10 +42,30 @@ func (r *Recaller) semantic(ctx context.Context, q *query) ([]Candidate, string,
 	return out, "", nil
 }
 
+// exactSearchMaxFacts is the largest bank whose nearest facts are found by
+// reading all its rows rather than through the HNSW index: up to about
+// this size the exact scan costs less (docs/BENCHMARKS.md, compare), and
+// it misses nothing.
+const exactSearchMaxFacts = 2000
+
+// exactSearch reports a bank small enough to be read exactly
+// (Recaller.exactMax). A bank whose size cannot be read is searched
+// through the index.
+func (r *Recaller) exactSearch(ctx context.Context, bank string) bool {
+	n, err := r.bankSize(ctx, bank, time.Now())
+	return err == nil && n <= r.exactMax
+}
+
 // semanticSearch returns the limit nearest facts under the request's
 // filters, best first.
 func (r *Recaller) semanticSearch(ctx context.Context, q *query, vec []float32, limit int) ([]Candidate, error) {
-	rows, err := r.st.RecallSemantic(ctx, q.filter(), vec, q.ef, limit)
+	var rows []store.Scored
+	var err error
+	if r.exactSearch(ctx, q.BankID) {
+		rows, err = r.st.RecallSemanticExact(ctx, q.filter(), vec, limit)
+	} else {
+		rows, err = r.st.RecallSemantic(ctx, q.filter(), vec, q.ef, limit)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -74,6 +74,19 @@ const (
 		ORDER BY 2
 		LIMIT $6) e
 	WHERE (SELECT count(*) FROM h) < $6`
+
+	// qSemanticExact reads the bank's rows and sorts them by distance to
+	// $5, best first, ties by id: for a bank of a few thousand facts that
+	// costs less than the HNSW probe, which in a table many banks share
+	// visits and filters out the other banks' tuples, and it is exact. It
+	// runs on its generic plan: the distance expression (+ 0) is one the
+	// index cannot serve, so the plan is a bank index and a top-N sort
+	// whatever the parameters.
+	qSemanticExact = `SELECT m.id, 1 - ((m.embedding <=> $5::halfvec) + 0) AS sim
+	FROM memory_units m
+	WHERE ` + unitFilter + ` AND m.embedding IS NOT NULL
+	ORDER BY sim DESC, m.id
+	LIMIT $6`
 )
 
 const (
@@ -322,6 +335,18 @@ func (s *Store) RecallSemantic(ctx context.Context, f RecallFilter, vec []float3
 	err := s.hnswQuery(ctx, ef, qSemanticArm, f.args(pgvector.NewHalfVector(vec), limit), scanScored(&out))
 	if err != nil {
 		return nil, fmt.Errorf("semantic search bank %s: %w", f.BankID, err)
+	}
+	return out, nil
+}
+
+// RecallSemanticExact returns the limit facts nearest to vec under f,
+// with their cosine similarity, best first, ties by id, by reading the
+// bank's rows (see qSemanticExact): for small banks.
+func (s *Store) RecallSemanticExact(ctx context.Context, f RecallFilter, vec []float32, limit int) ([]Scored, error) {
+	var out []Scored
+	err := s.genericQuery(ctx, qSemanticExact, f.args(pgvector.NewHalfVector(vec), limit), scanScored(&out))
+	if err != nil {
+		return nil, fmt.Errorf("exact semantic search bank %s: %w", f.BankID, err)
 	}
 	return out, nil
 }
