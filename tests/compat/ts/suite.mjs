@@ -208,13 +208,17 @@ check("createBank", ["HindsightClient.createBank", "sdk.createOrUpdateBank"], as
   const p = await hs.createBank(bank, {
     name: "Compat", reflectMission: "Help Alice.", dispositionSkepticism: 4, dispositionLiteralism: 2,
     dispositionEmpathy: 5, retainMission: "Only facts about people.", enableObservations: true,
+    retainExtractionMode: "concise", retainCustomInstructions: "Keep names.", retainChunkSize: 3000,
+    retainStructuredChunkSize: 2000, observationsMission: "Track preferences.", enableTemporalRetrieval: true,
+    enableGraphRetrieval: true, enableReranking: false,
   });
   ok(p.bank_id === bank && p.name === "Compat" && p.mission === "Help Alice.", "profile", p);
   eq([p.disposition.skepticism, p.disposition.literalism, p.disposition.empathy], [4, 2, 5], "disposition");
-  const again = await hs.createBank(bank, { mission: "Answer briefly.", disposition: { skepticism: 1, literalism: 5, empathy: 3 } });
+  const again = await hs.createBank(bank, { mission: "Answer briefly.", background: "A test bank.", disposition: { skepticism: 1, literalism: 5, empathy: 3 } });
   ok(again.mission === "Answer briefly." && again.disposition.skepticism === 1, "update through createBank", again);
   const cfg = await hs.getBankConfig(bank);
   eq(cfg.config.retain_mission, "Only facts about people.", "retain_mission stored");
+  eq([cfg.config.retain_chunk_size, cfg.config.enable_reranking, cfg.config.observations_mission], [3000, false, "Track preferences."], "options stored");
 });
 
 check("setMission", ["HindsightClient.setMission"], async () => {
@@ -237,10 +241,14 @@ check("bank config", ["HindsightClient.getBankConfig", "HindsightClient.updateBa
   const cfg = await hs.getBankConfig(bank);
   ok(cfg.bank_id === bank && cfg.config && JSON.stringify(cfg.overrides) === "{}", "fresh config", cfg);
   const upd = await hs.updateBankConfig(bank, {
-    retainMission: "Only facts about work.", dispositionSkepticism: 5, enableObservations: true,
-    enableGraphRetrieval: true, observationsMission: "Track preferences.",
+    reflectMission: "Answer as a colleague.", retainMission: "Only facts about work.", retainExtractionMode: "verbose",
+    retainCustomInstructions: "Keep dates.", retainChunkSize: 2500, retainStructuredChunkSize: 1500,
+    enableObservations: true, observationsMission: "Track preferences.", enableTemporalRetrieval: false,
+    enableGraphRetrieval: true, enableReranking: true, dispositionSkepticism: 5, dispositionLiteralism: 1, dispositionEmpathy: 2,
   });
   ok(upd.overrides.retain_mission === "Only facts about work." && upd.config.disposition_skepticism === 5, "updated", upd);
+  eq([upd.config.reflect_mission, upd.config.retain_chunk_size, upd.config.disposition_empathy, upd.config.enable_temporal_retrieval],
+    ["Answer as a colleague.", 2500, 2, false], "every option stored");
   const e = await rejects(() => hs.updateBankConfig(bank, { dispositionSkepticism: 9 }), "out of range");
   ok([400, 422].includes(e.statusCode), "bad value is a client error", e.statusCode);
   const reset = await hs.resetBankConfig(bank);
@@ -307,6 +315,7 @@ check("retain", ["HindsightClient.retain", "sdk.retainMemories"], async () => {
   const r = await hs.retain(bank, "Dana adopted a cat named Miso in June.", {
     context: "pets", timestamp: new Date("2024-06-10T12:00:00Z"), documentId: "doc-dana", metadata: { k: "v" },
     tags: ["user:dana"], entities: [{ text: "Dana", type: "PERSON" }], updateMode: "append",
+    observationScopes: "per_tag", strategy: "default",
   });
   ok(r.success === true && r.bank_id === bank && r.items_count === 1 && r.async === false, "retain answer", r);
   const lst = await hs.listMemories(bank);
@@ -318,7 +327,7 @@ check("retain", ["HindsightClient.retain", "sdk.retainMemories"], async () => {
 check("retainBatch async, idempotent", ["HindsightClient.retainBatch", "sdk.getOperationStatus"], async () => {
   const bank = fresh();
   const opId = randomUUID();
-  const items = [0, 1, 2, 3, 4].map((i) => ({ content: `Fact number ${i} about Frank's garden.` }));
+  const items = [0, 1, 2, 3, 4].map((i) => ({ content: `Fact number ${i} about Frank's garden.`, observation_scopes: [["home"]], update_mode: "append" }));
   const r = await hs.retainBatch(bank, items, { documentId: "garden", documentTags: ["home"], async: true, operationId: opId });
   ok(r.success && r.async === true && r.items_count === 5 && r.operation_id, "async answer", r);
   const again = await hs.retainBatch(bank, items, { documentId: "garden", documentTags: ["home"], async: true, operationId: opId });
@@ -339,6 +348,12 @@ check("retainFiles", ["HindsightClient.retainFiles", "sdk.fileRetain"], async ()
   eq(docs.items.length, 1, "one document");
   const lst = await hs.listMemories(bank, { q: "passport" });
   ok(lst.total >= 1, "the file's fact is stored", lst);
+  const meta = await hs.retainFiles(bank, [new Blob(["Julia renews it in Porto."], { type: "text/plain" })], {
+    filesMetadata: [{ context: "travel", document_id: "julia-travel", tags: ["user:julia"], metadata: { src: "upload" } }],
+  });
+  await waitOp(bank, meta.operation_ids[0]);
+  const d = await hs.getDocument(bank, "julia-travel");
+  ok(d && d.tags.includes("user:julia"), "files_metadata applied", d);
 });
 
 // --- recall and reflect ---------------------------------------------------------------
@@ -350,7 +365,7 @@ check("recall", ["HindsightClient.recall", "sdk.recallMemories", "recallResponse
   ok(top.id && ["world", "experience", "observation"].includes(top.type), "result shape", top);
   const full = await hs.recall(seeded, "What does Alice drink?", {
     types: ["world", "experience"], maxTokens: 2000, budget: "high", trace: true, queryTimestamp: "2024-04-01T00:00:00",
-    includeEntities: true, maxEntityTokens: 300, includeChunks: true, includeSourceFacts: true,
+    includeEntities: true, maxEntityTokens: 300, includeChunks: true, maxChunkTokens: 2000, includeSourceFacts: true, maxSourceFactsTokens: 1000,
     tags: ["user:alice"], tagsMatch: "any_strict", preferObservations: false, minScores: { final: 0 },
   });
   ok(full.results.length && full.results.every((x) => (x.tags ?? []).includes("user:alice")), "tag filter", full.results);
@@ -376,6 +391,12 @@ check("reflect", ["HindsightClient.reflect", "sdk.reflect"], async () => {
   ok(r.text, "text", r);
   ok(r.based_on?.memories?.length && r.based_on.memories.every((m) => m.text), "based_on", r.based_on);
   ok(r.trace && Array.isArray(r.trace.tool_calls), "trace", r.trace);
+  const grouped = await hs.reflect(seeded, "What ticket did Bob fix?", {
+    tagGroups: [{ tags: ["team:ops"], match: "any_strict" }], excludeMentalModelIds: [randomUUID()], includeFacts: true,
+  });
+  ok(grouped.text && grouped.based_on.memories.every((m) => (m.tags ?? ["team:ops"]).includes("team:ops")), "tag groups", grouped.based_on);
+  const strict = await hs.reflect(seeded, "What does Alice drink?", { tags: ["user:alice"], tagsMatch: "all_strict" });
+  ok(strict.text, "tags_match", strict);
   const plain = await hs.reflect(seeded, "Where does Alice live?");
   ok(plain.text && plain.based_on == null, "plain reflect", plain);
   const schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"] };
@@ -394,6 +415,9 @@ check("listMemories", ["HindsightClient.listMemories", "sdk.listMemories"], asyn
   ok(q.total >= 1 && q.items.every((x) => x.text.includes("INC-48213")), "search", q.items);
   const doc = await hs.listMemories(seeded, { documentId: "doc-alice", type: "world", state: "valid", offset: 0 });
   ok(doc.total >= 1 && doc.items.every((x) => x.document_id === "doc-alice" && x.fact_type === "world"), "by document", doc.items);
+  const alice = (await call(sdk.listEntities, { path: { bank_id: seeded } })).items.find((e) => e.canonical_name === "Alice");
+  const byEntity = await hs.listMemories(seeded, { entityId: alice.id });
+  ok(byEntity.total >= 2 && byEntity.items.every((x) => x.text.includes("Alice")), "by entity", byEntity.items);
   const pending = await hs.listMemories(seeded, { consolidationState: "done" });
   ok(pending.total >= 0 && Array.isArray(pending.items), "consolidation_state", pending);
 });
@@ -491,6 +515,8 @@ check("reprocessDocument", ["sdk.reprocessDocument"], async () => {
 check("exportDocuments, importDocuments", ["HindsightClient.exportDocuments", "sdk.exportDocuments", "sdk.downloadFile", "sdk.importDocuments"], async () => {
   const zip = await hs.exportDocuments(seeded, { pollIntervalMs: 200, timeoutMs: 60000 });
   ok(zip instanceof Uint8Array && zip.length > 100 && zip[0] === 0x50 && zip[1] === 0x4b, "a ZIP archive", zip.length);
+  const withObs = await hs.exportDocuments(seeded, { includeObservations: true, pollIntervalMs: 200 });
+  ok(withObs.length > 100, "include_observations", withObs.length);
   const one = await hs.exportDocuments(seeded, { documentIds: ["doc-bob"], pollIntervalMs: 200 });
   ok(one.length > 0 && one.length < zip.length, "a one-document archive is smaller", [one.length, zip.length]);
   const sub = await call(sdk.exportDocuments, { path: { bank_id: seeded } });
@@ -526,7 +552,8 @@ check("mental models", ["HindsightClient.createMentalModel", "HindsightClient.ge
   "HindsightClient.refreshMentalModel", "HindsightClient.getMentalModelHistory", "sdk.createMentalModel", "sdk.getMentalModel",
   "sdk.listMentalModels", "sdk.refreshMentalModel", "sdk.getMentalModelHistory"], async () => {
   const created = await hs.createMentalModel(seeded, `Alice profile ${randomUUID().slice(0, 6)}`, "Where does Alice live?", {
-    tags: ["user:alice"], maxTokens: 1024, trigger: { refreshAfterConsolidation: true, tagsMatch: "any" },
+    tags: ["user:alice"], maxTokens: 1024,
+    trigger: { refreshAfterConsolidation: true, tagsMatch: "any", tagGroups: [{ tags: ["user:alice"], match: "any" }] },
   });
   ok(created.operation_id && created.mental_model_id, "created", created);
   const id = created.mental_model_id;
@@ -550,8 +577,10 @@ check("mental model edit, clear, delete", ["HindsightClient.updateMentalModel", 
   const id = randomUUID();
   const created = await hs.createMentalModel(seeded, `Edit me ${id.slice(0, 6)}`, "What about Bob?", { id });
   eq(created.mental_model_id, id, "the caller's id");
-  const upd = await hs.updateMentalModel(seeded, id, { name: `Edited ${id.slice(0, 6)}`, tags: ["team:ops"], maxTokens: 512, trigger: { refreshAfterConsolidation: false } });
-  ok(upd.name.startsWith("Edited") && JSON.stringify(upd.tags) === '["team:ops"]', "updated", upd);
+  const upd = await hs.updateMentalModel(seeded, id, {
+    name: `Edited ${id.slice(0, 6)}`, sourceQuery: "What did Bob fix?", tags: ["team:ops"], maxTokens: 512, trigger: { refreshAfterConsolidation: false },
+  });
+  ok(upd.name.startsWith("Edited") && upd.source_query === "What did Bob fix?" && upd.max_tokens === 512 && JSON.stringify(upd.tags) === '["team:ops"]', "updated", upd);
   const cleared = await hs.clearMentalModel(seeded, id);
   ok(cleared.id === id && !cleared.content, "cleared", cleared);
   await hs.deleteMentalModel(seeded, id);
@@ -577,6 +606,9 @@ check("directives", ["HindsightClient.createDirective", "HindsightClient.listDir
   eq((await hs.getDirective(bank, d.id)).content, "Be brief.", "content");
   const lst = await hs.listDirectives(bank, { tags: ["style"] });
   ok(lst.items.length === 1 && lst.items[0].id === d.id, "listed", lst);
+  const off = await hs.createDirective(bank, "Off", "Never shown.", { isActive: false });
+  eq(off.is_active, false, "created inactive");
+  await hs.deleteDirective(bank, off.id);
   const upd = await hs.updateDirective(bank, d.id, { content: "Be very brief.", isActive: false });
   ok(upd.content === "Be very brief." && upd.is_active === false && upd.name === "Tone", "updated", upd);
   await hs.deleteDirective(bank, d.id);
@@ -680,7 +712,12 @@ check("knowledge base", ["HindsightClient.createKnowledgeFolder", "HindsightClie
   const sub = await hs.createKnowledgeFolder(seeded, "Sub", { parentId: folder.id });
   ok(sub.parent_id === folder.id, "sub folder", sub);
   const page = await hs.createKnowledgePage(seeded, `Alice ${randomUUID().slice(0, 6)}`, "Where does Alice live?", {
-    parentId: folder.id, tags: ["user:alice"], maxTokens: 1024, trigger: { mode: "full", refreshAfterConsolidation: true, factTypes: ["world", "observation"] },
+    parentId: folder.id, tags: ["user:alice"], maxTokens: 1024,
+    trigger: {
+      mode: "full", refreshAfterConsolidation: true, refreshCron: null, factTypes: ["world", "observation"], excludeMentalModels: false,
+      excludeMentalModelIds: [], tagsMatch: "any", tagGroups: [{ tags: ["user:alice"], match: "any" }], includeChunks: true,
+      recallMaxTokens: 2048, recallChunksMaxTokens: 1024,
+    },
   });
   ok(page.page_id && page.mental_model_id, "page", page);
   const tree = await hs.getKnowledgeBaseTree(seeded);
@@ -693,6 +730,8 @@ check("knowledge base", ["HindsightClient.createKnowledgeFolder", "HindsightClie
   ok(hits.results.length >= 1 && hits.results[0].snippet, "search", hits);
   const node = await hs.updateKnowledgeNode(seeded, page.page_id, { name: `Alice renamed ${randomUUID().slice(0, 6)}`, maxTokens: 800 });
   ok(node.name.startsWith("Alice renamed"), "renamed", node);
+  const requery = await hs.updateKnowledgeNode(seeded, page.page_id, { sourceQuery: "Where does Alice work?", tags: ["user:alice", "work"] });
+  ok(requery.id === page.page_id, "page query and tags changed", requery);
   const moved = await hs.updateKnowledgeNode(seeded, sub.id, { parentId: null });
   ok(moved.parent_id == null, "moved to the root", moved);
   const bundle = await hs.exportKnowledgeBase(seeded);
@@ -739,6 +778,10 @@ const outcomes = [];
 let failed = 0;
 try {
   await seed();
+  // The 5xx watch must see what the client's requests get: the LLM-trace
+  // route's 501 is one.
+  await sdk.listLlmRequests({ client: low, path: { bank_id: seeded } });
+  ok(serverErrors.length === 1 && serverErrors[0].includes(": 501 "), "the 5xx watch saw no 501", serverErrors);
 } catch (e) {
   console.log(`FAIL seed: ${e.stack ?? e}`);
   process.exit(1);
