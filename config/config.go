@@ -122,6 +122,19 @@ type Database struct {
 	// MaxConns sizes the connection pool, shared by ingest, the worker and
 	// the API (a recall may hold up to seven at once).
 	MaxConns int `yaml:"max_conns"`
+	// BankIndexMax is how many banks at most get an HNSW index of their own
+	// (the largest ones with bank_index_min_facts facts): under a bank
+	// filter the shared index visits about 1/share tuples for each one it
+	// keeps. Every statement on memory_units locks each index while it is
+	// planned, so it is bounded (at most 48; docs/OPERATIONS.md, "Bank HNSW
+	// indexes"); 0 builds none and drops those built.
+	BankIndexMax int `yaml:"bank_index_max"`
+	// BankIndexMinFacts is the fewest facts a bank needs for an index of
+	// its own.
+	BankIndexMinFacts int `yaml:"bank_index_min_facts"`
+	// BankIndexInterval is how often the worker checks the bank sizes and
+	// builds or drops bank indexes (CREATE INDEX CONCURRENTLY).
+	BankIndexInterval time.Duration `yaml:"bank_index_interval"`
 }
 
 // Embedded reports whether memstream manages its own PostgreSQL server.
@@ -348,7 +361,8 @@ func Default() Config {
 			ShutdownTimeout:    30 * time.Second,
 			ClientID:           "memstream",
 		},
-		Database: Database{URL: "embedded", EmbeddedPort: 54329, MaxConns: 16},
+		Database: Database{URL: "embedded", EmbeddedPort: 54329, MaxConns: 16,
+			BankIndexMax: 32, BankIndexMinFacts: 4000, BankIndexInterval: 10 * time.Minute},
 		HTTP: HTTP{
 			Addr:           "127.0.0.1:8888",
 			RetainWait:     30 * time.Second,
@@ -485,6 +499,14 @@ func (c *Config) Validate() error {
 		add(fieldErr("database.embedded_port", "must be a port number, got %d", c.Database.EmbeddedPort))
 	}
 	add(positive("database.max_conns", c.Database.MaxConns))
+	// Every statement on memory_units locks each of its indexes: with
+	// the table's own nine and 48 bank indexes that is most of the lock
+	// table's default 64 per connection; thousands exhaust it.
+	if c.Database.BankIndexMax < 0 || c.Database.BankIndexMax > 48 {
+		add(fieldErr("database.bank_index_max", "must be in [0, 48], got %d", c.Database.BankIndexMax))
+	}
+	add(positive("database.bank_index_min_facts", c.Database.BankIndexMinFacts))
+	add(positiveDur("database.bank_index_interval", c.Database.BankIndexInterval))
 
 	if _, _, err := net.SplitHostPort(c.HTTP.Addr); err != nil {
 		add(fieldErr("http.addr", "%q is not host:port", c.HTTP.Addr))

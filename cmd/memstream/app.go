@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kprom"
 
+	"github.com/memstream/memstream/bankindex"
 	"github.com/memstream/memstream/broker"
 	"github.com/memstream/memstream/config"
 	"github.com/memstream/memstream/console"
@@ -56,7 +57,9 @@ type app struct {
 	// worker consolidates (when runWorker) and refreshes mental models.
 	worker    *consolidate.Worker
 	runWorker bool
-	ops       *ops.Server
+	// bankIdx keeps the largest banks' own HNSW indexes (worker role).
+	bankIdx *bankindex.Maintainer
+	ops     *ops.Server
 	// apiAddr receives the bound HTTP address once listening.
 	apiAddr chan string
 }
@@ -325,6 +328,15 @@ func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometh
 		}
 		a.runWorker = rl.Worker && cfg.Consolidation.Enabled
 	}
+	if rl.Worker {
+		d := cfg.Database
+		if a.bankIdx, err = bankindex.New(bankindex.Deps{Store: a.st, Logger: log.With("component", "bankindex"), Registerer: reg}, bankindex.Config{
+			Interval: d.BankIndexInterval,
+			Policy: store.BankIndexPolicy{MinFacts: d.BankIndexMinFacts, MaxIndexes: d.BankIndexMax,
+				MaxShare: store.BankIndexMaxShare, BuildMemory: store.BankIndexBuildMemory}}); err != nil {
+			return a, err
+		}
+	}
 	if rl.API {
 		rf, err := newReflector(cfg, rc, a.st, tok, llmGate, reg, log)
 		if err != nil {
@@ -508,6 +520,9 @@ func (a *app) run(ctx context.Context) error {
 	}
 	if a.runWorker {
 		g.Add(named("consolidation worker", a.worker.Run, runCtx), stopper("consolidation worker", a.worker.Stop, sctxOf, a.log))
+	}
+	if a.bankIdx != nil {
+		g.Add(named("bank index maintainer", a.bankIdx.Run, runCtx), stopper("bank index maintainer", a.bankIdx.Stop, sctxOf, a.log))
 	}
 	if a.ops != nil {
 		g.Add(named("http", a.ops.Run, runCtx), stopper("http", a.ops.Stop, sctxOf, a.log))
