@@ -114,3 +114,37 @@ func TestSemanticPlanUsesHNSW(t *testing.T) {
 		t.Fatalf("plan does not use the HNSW index:\n%s", plan)
 	}
 }
+
+// TestGraphNameSeedsReadTheBankTrigramIndex checks migration 016: on its
+// generic plan, the graph arm's trigram seed statement finds a big bank's
+// names through the bank-leading trigram index, not by comparing every
+// entity of the bank with every phrase.
+func TestGraphNameSeedsReadTheBankTrigramIndex(t *testing.T) {
+	t.Parallel()
+	s := migratedInternal(t)
+	ctx := context.Background()
+	for _, q := range []string{
+		`INSERT INTO banks (id) VALUES ('big'), ('small')`,
+		`INSERT INTO entities (id, bank_id, canonical_name, first_seen, last_seen, created_at)
+		SELECT gen_random_uuid(), b, 'person ' || md5(b || i), now(), now(), now()
+		FROM (VALUES ('big', 3000), ('small', 10)) AS v(b, n), generate_series(1, n) i`,
+		`ANALYZE entities`,
+	} {
+		if _, err := s.pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var lines []string
+	err := s.genericQuery(ctx, "EXPLAIN "+qGraphNameSeeds, []any{"big", []string{"person 0a1b2c", "person ffee"}}, func(rows pgx.Rows) error {
+		var l string
+		err := rows.Scan(&l)
+		lines = append(lines, l)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan := strings.Join(lines, "\n"); !strings.Contains(plan, "entities_bank_name_trgm_idx") {
+		t.Errorf("the name seeds do not read the bank trigram index:\n%s", plan)
+	}
+}

@@ -272,8 +272,8 @@ func TestDeleteOrphanEntities(t *testing.T) {
 	}
 }
 
-// TestRecalledGINIndexesBoundTheirPendingList checks migrations 014 and
-// 015: the GIN indexes recall searches on every query either insert
+// TestRecalledGINIndexesBoundTheirPendingList checks migrations 014, 015
+// and 016: the GIN indexes recall searches on every query either insert
 // directly (the trigram indexes on entity names, written once per new
 // name) or keep a pending list of at most 64 kB (the facts' full-text
 // index, written with every fact), so a burst of ingest never leaves a
@@ -286,7 +286,7 @@ func TestRecalledGINIndexesBoundTheirPendingList(t *testing.T) {
 	if _, err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"entities_name_trgm_idx": "fastupdate=off", "entity_aliases_trgm_idx": "fastupdate=off",
+	want := map[string]string{"entities_bank_name_trgm_idx": "fastupdate=off", "entity_aliases_trgm_idx": "fastupdate=off",
 		"memory_units_bank_tsv_idx": "gin_pending_list_limit=64"}
 	for idx, opt := range want {
 		var opts []string
