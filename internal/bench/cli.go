@@ -15,6 +15,7 @@ import (
 	"github.com/memstream/memstream/defense"
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/pgserver"
+	"github.com/memstream/memstream/store"
 )
 
 const benchUsage = `Usage: memstream bench ingest|consolidate|recall|defense|reflect|compare|fake-openai [flags]
@@ -284,6 +285,9 @@ func recallCommand(ctx context.Context, deps CommandDeps, args []string, stdout,
 	banks := fs.Int("banks", 1, "spread each --facts size over this many banks of Zipf-skewed sizes in one table (times the largest, the smallest and all banks)")
 	embedders := fs.String("embed", "hash", "embedding providers, comma-separated (e.g. hash,local): one bank per provider and size, same facts and queries, timed in the same run")
 	reuse := fs.Bool("reuse", false, "with --database-url: reuse banks a --keep run left instead of loading again (implies --keep)")
+	dbDefaults := config.Default().Database
+	bankIndexes := fs.Int("bank-indexes", dbDefaults.BankIndexMax, "with --banks: at most this many of the largest banks get an HNSW index of their own after the load (database.bank_index_max; 0 drops them)")
+	bankIndexMin := fs.Int("bank-index-min-facts", dbDefaults.BankIndexMinFacts, "with --banks: the fewest facts a bank needs for its own index (database.bank_index_min_facts)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: memstream bench recall [--facts 10000,100000] [--queries 1000] [--concurrency 1,8] [--database-url URL]\n\n"+
 			"Loads synthetic banks (offline embedder, entities and links), runs recall with all four\n"+
@@ -313,6 +317,9 @@ func recallCommand(ctx context.Context, deps CommandDeps, args []string, stdout,
 	if *queries < 1 {
 		return fmt.Errorf("bench recall: --queries must be positive, got %d", *queries)
 	}
+	if *bankIndexes < 0 || *bankIndexMin < 1 {
+		return fmt.Errorf("bench recall: --bank-indexes must not be negative and --bank-index-min-facts must be positive")
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -326,6 +333,7 @@ func recallCommand(ctx context.Context, deps CommandDeps, args []string, stdout,
 	}
 	return RunRecall(ctx, RecallConfig{Facts: sizes, Queries: *queries, Concurrency: concs, DatabaseURL: *dbURL,
 		Dim: *dim, Seed: *seed, Warmup: *warmup, Keep: *keep, Reuse: *reuse, Banks: *banks, Embedders: strings.Split(*embedders, ","),
+		BankIndexes: store.BankIndexPolicy{MaxIndexes: *bankIndexes, MinFacts: *bankIndexMin, MaxShare: store.BankIndexMaxShare, BuildMemory: store.BankIndexBuildMemory},
 		NewEmbedder: func(provider string, dim int) (embed.Embedder, error) {
 			cfg := config.Default()
 			// No cache: the timed passes repeat the warm-up's queries, and

@@ -43,6 +43,10 @@ type RecallConfig struct {
 	// Passes is how many times each configuration is timed (see passes);
 	// 0 means the default.
 	Passes int
+	// BankIndexes is the policy of the banks' own HNSW indexes in a
+	// many-bank run, applied after the load (or on reuse) as the worker
+	// does in production; MaxIndexes 0 drops them all.
+	BankIndexes store.BankIndexPolicy
 }
 
 // bankNow is the query timestamp of the synthetic banks: fixed, so that
@@ -298,6 +302,10 @@ type RecallResult struct {
 	ArmErrors int `json:"arm_errors"`
 	// ArmP50MS is each arm's median time, for finding what bounds p50.
 	ArmP50MS map[string]float64 `json:"arm_p50_ms"`
+	// ArmP99MS and ArmsP99MS are the same at p99, for finding what
+	// bounds the tail.
+	ArmP99MS  map[string]float64 `json:"arm_p99_ms"`
+	ArmsP99MS float64            `json:"arms_p99_ms"`
 	// EmbedP50MS is the query embedding's median time; ArmsP50MS the
 	// median time until the last arm is done, HydrateP50MS and
 	// ScoreP50MS of what follows (see Trace).
@@ -321,6 +329,9 @@ type RecallResult struct {
 	Set        string `json:"set,omitempty"`
 	Banks      int    `json:"banks,omitempty"`
 	TableFacts int    `json:"table_facts,omitempty"`
+	// BankIndexes is how many banks of the table had an HNSW index of
+	// their own (store.BankIndexPass) during the pass.
+	BankIndexes int `json:"bank_indexes"`
 	// LoadAvg is /proc/loadavg's 1-minute figure when the pass started.
 	LoadAvg string `json:"loadavg_1m"`
 	// Pass is "cold" for the first timing of a configuration, "warm" for
@@ -335,7 +346,7 @@ type RecallResult struct {
 func runRecall(ctx context.Context, r *recall.Recaller, raw *store.RawSearcher, emb recall.Embedder, bank *Bank, concurrency, warmup int) (RecallResult, error) {
 	res := RecallResult{Bench: "recall", Facts: bank.Facts, Entities: bank.Entities, Links: bank.Links,
 		Concurrency: concurrency, Queries: len(bank.Queries), Budget: recall.BudgetMid, Arms: "semantic,keyword,graph,temporal",
-		GOMAXPROCS: runtime.GOMAXPROCS(0), ArmP50MS: map[string]float64{}, LoadAvg: loadAvg()}
+		GOMAXPROCS: runtime.GOMAXPROCS(0), ArmP50MS: map[string]float64{}, ArmP99MS: map[string]float64{}, LoadAvg: loadAvg()}
 	if concurrency < 1 {
 		return res, fmt.Errorf("bench recall: concurrency must be positive, got %d", concurrency)
 	}
@@ -401,10 +412,11 @@ func runRecall(ctx context.Context, r *recall.Recaller, raw *store.RawSearcher, 
 	res.MeanResults = float64(nRes) / float64(len(lat))
 	res.MeanTokens = float64(nTok) / float64(len(lat))
 	for a, ds := range arms {
-		res.ArmP50MS[a] = pctF(ds, 0.5)
+		res.ArmP50MS[a], res.ArmP99MS[a] = pctF(ds, 0.5), pctF(ds, 0.99)
 	}
 	res.EmbedP50MS = pctF(embeds, 0.5)
 	res.ArmsP50MS, res.HydrateP50MS, res.ScoreP50MS = pctF(phases[0], 0.5), pctF(phases[1], 0.5), pctF(phases[2], 0.5)
+	res.ArmsP99MS = pctF(phases[0], 0.99)
 
 	// Raw HNSW pass: embeddings computed beforehand, so it times the
 	// index probe and the round trip only.

@@ -98,6 +98,13 @@ func recallMany(ctx context.Context, cfg RecallConfig, base string, total, maxCo
 	}
 	progress(fmt.Sprintf("loaded %d banks, %d facts (largest %d, smallest %d), %d entities, %d links in %s",
 		len(banks), facts, sizes[0], sizes[len(sizes)-1], entities, links, time.Since(t0).Round(time.Second)))
+	t1 := time.Now()
+	ix, err := st.BankIndexPass(ctx, cfg.BankIndexes)
+	if err != nil {
+		return err
+	}
+	progress(fmt.Sprintf("bank indexes: %d banks indexed (%d built, %d dropped) in %s",
+		len(ix.Indexed), len(ix.Created), len(ix.Dropped), time.Since(t1).Round(time.Second)))
 
 	// A pool from every bank, shuffled: no bank's cache stays warm.
 	rng := rand.New(rand.NewPCG(cfg.Seed, 77))
@@ -135,7 +142,7 @@ func recallMany(ctx context.Context, cfg RecallConfig, base string, total, maxCo
 				if err != nil {
 					return err
 				}
-				res.Set, res.Banks, res.TableFacts, res.Pass = s.name, len(banks), facts, passName(pass)
+				res.Set, res.Banks, res.TableFacts, res.Pass, res.BankIndexes = s.name, len(banks), facts, passName(pass), len(ix.Indexed)
 				line, err := json.Marshal(res)
 				if err != nil {
 					return fmt.Errorf("bench recall: %w", err)
