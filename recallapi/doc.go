@@ -17,6 +17,7 @@
 // NOTIFY in their own transaction; Start runs a LISTEN loop that evicts
 // on every replica.
 //
-// Errors are JSON {"error": {"code", "message", "field"}}; validation
-// errors name the offending field.
+// Errors are JSON {"error": {"code", "message", "field"}}, with the
+// message again as Hindsight's "detail"; validation errors name the
+// offending field.
 package recallapi

@@ -21,7 +21,8 @@ import (
 	"github.com/memstream/memstream/store"
 )
 
-// apiError is the JSON error body: {"error": {"code", "message", "field"}}.
+// apiError is the JSON error body: {"error": {"code", "message", "field"},
+// "detail": message}.
 type apiError struct {
 	Status  int    `json:"-"`
 	Code    string `json:"code"`
@@ -32,6 +33,13 @@ type apiError struct {
 }
 
 func (e *apiError) Error() string { return e.Message }
+
+// body is the error's JSON answer: memstream's {"error": {…}}, and the
+// message again as Hindsight's `detail`, which Hindsight's clients show
+// (the TypeScript client's HindsightError.details, for one).
+func (e *apiError) body() map[string]any {
+	return map[string]any{"error": e, "detail": e.Message}
+}
 
 func badRequest(field, msg string) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Message: msg, Field: field}
@@ -89,7 +97,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(max(1, ae.RetryAfter.Round(time.Second)/time.Second))))
 	}
-	writeJSON(w, ae.Status, map[string]any{"error": ae})
+	writeJSON(w, ae.Status, ae.body())
 }
 
 // conflictMessage keeps constraint names out of client answers, except

@@ -101,7 +101,7 @@ func (s *Server) openAPIDoc() map[string]any {
 		"components": map[string]any{
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
 			"schemas": map[string]any{
-				"Error": obj(map[string]any{"error": obj(map[string]any{"code": str, "message": str, "field": str})}),
+				"Error": obj(map[string]any{"error": obj(map[string]any{"code": str, "message": str, "field": str}), "detail": str}),
 				"RetainRequest": obj(map[string]any{
 					"items": map[string]any{"type": "array", "items": obj(map[string]any{
 						"content": str, "timestamp": str, "context": str, "document_id": str, "tags": strs,

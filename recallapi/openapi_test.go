@@ -103,6 +103,16 @@ func TestOpenAPIDrift(t *testing.T) {
 	if resp := e.call("PUT", "/v1/default/banks/b/stats", "{}", ""); resp.status != 405 || resp.errCode() != "method_not_allowed" || resp.header.Get("Allow") == "" {
 		t.Fatalf("wrong method: %d %s (Allow %q)", resp.status, resp.raw, resp.header.Get("Allow"))
 	}
+	// Every error carries its message again as Hindsight's `detail`, the
+	// mux's and a handler's alike.
+	for _, resp := range []resp{
+		e.call("GET", "/v1/default/banks/b/nowhere", "", ""),
+		e.call("POST", "/v1/default/banks/b/memories/recall", `{"query": 5}`, ""),
+	} {
+		if d, _ := resp.body["detail"].(string); d == "" || d != resp.errMessage() {
+			t.Fatalf("detail %q, message %q: %s", resp.body["detail"], resp.errMessage(), resp.raw)
+		}
+	}
 }
 
 var pathParamRe = regexp.MustCompile(`\{([^}]+)\}`)

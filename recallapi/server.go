@@ -435,11 +435,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	switch probe.status {
 	case http.StatusMethodNotAllowed:
 		w.Header().Set("Allow", probe.header.Get("Allow"))
-		writeJSON(w, probe.status, map[string]any{"error": &apiError{Code: "method_not_allowed",
-			Message: r.Method + " is not allowed on " + r.URL.Path + "; allowed: " + probe.header.Get("Allow")}})
+		writeJSON(w, probe.status, (&apiError{Code: "method_not_allowed",
+			Message: r.Method + " is not allowed on " + r.URL.Path + "; allowed: " + probe.header.Get("Allow")}).body())
 	case http.StatusNotFound, 0:
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": &apiError{Code: "route_not_found",
-			Message: "no route " + r.Method + " " + r.URL.Path + "; see /openapi.json"}})
+		writeJSON(w, http.StatusNotFound, (&apiError{Code: "route_not_found",
+			Message: "no route " + r.Method + " " + r.URL.Path + "; see /openapi.json"}).body())
 	default:
 		// The mux's own redirects (a cleaned path, a trailing slash).
 		for k, v := range probe.header {

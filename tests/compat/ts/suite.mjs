@@ -261,6 +261,8 @@ check("deleteBank", ["HindsightClient.deleteBank", "sdk.deleteBank"], async () =
   await hs.deleteBank(bank);
   const e = await rejects(() => hs.getBankConfig(bank), "deleted bank");
   eq(e.statusCode, 404, "status");
+  // Hindsight's error body carries `detail`, which the client reports.
+  ok(typeof e.details === "string" && e.details.length > 0 && e.message === `getBankConfig failed: ${JSON.stringify(e.details)}`, "error detail", e.message);
   await rejects(() => hs.deleteBank(bank), "deleting it again");
 });
 
