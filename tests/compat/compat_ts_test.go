@@ -40,7 +40,9 @@ func TestHindsightTSClient(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	runErr := cmd.Run()
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	t.Logf("node: %s", lines[len(lines)-1])
+	for _, l := range lines[max(0, len(lines)-2):] {
+		t.Logf("node: %s", l)
+	}
 
 	rep, err := readResults(results)
 	if err != nil {
@@ -130,8 +132,12 @@ func (r *report) tsMarkdown() string {
 	for _, n := range names {
 		m, res := r.Methods[n], r.Results[n]
 		st, note := status(res.Outcome), res.Test
-		if res.Outcome == "xfailed" {
+		switch {
+		case res.Outcome == "xfailed":
 			note = res.Reason
+		case res.Outcome == "passed" && res.Reason != "":
+			// A field the client declares that Hindsight 1.1.0 does not send.
+			note += "; " + res.Reason
 		}
 		switch {
 		case m.Deprecated && strings.HasPrefix(n, "HindsightClient."):

@@ -40,10 +40,43 @@ const privateNames = new Set(
 );
 
 function sdkRoutes() {
+  // One block per generated function, with the doc comment before it.
   const out = {};
-  const re = /(\/\*\*(?:(?!\*\/)[\s\S])*\*\/)\s*export const (\w+) = [\s\S]*?\.(get|post|put|patch|delete)<[\s\S]*?url: "([^"]+)"/g;
-  for (const m of sdkSource.matchAll(re)) {
-    out[m[2]] = { route: `${m[3].toUpperCase()} ${m[4]}`, deprecated: /@deprecated/.test(m[1]) };
+  const starts = [...sdkSource.matchAll(/^export const (\w+) = /gm)];
+  starts.forEach((m, i) => {
+    const body = sdkSource.slice(m.index, starts[i + 1]?.index ?? sdkSource.length);
+    const before = sdkSource.slice(starts[i - 1]?.index ?? 0, m.index);
+    const doc = before.slice(before.lastIndexOf("/**"));
+    const call = body.match(/\.(get|post|put|patch|delete)<\s*(\w+)Responses/);
+    const url = body.match(/url: "([^"]+)"/);
+    if (!call || !url) return;
+    out[m[1]] = { route: `${call[1].toUpperCase()} ${url[1]}`, deprecated: doc.includes("@deprecated"), responses: `${call[2]}Responses` };
+  });
+  return out;
+}
+
+// The object types of generated/types.gen.ts: each field, whether it is
+// required, and the named type it holds (X, Array<X>, either | null).
+const objectTypes = {};
+for (const m of readFileSync(join(pkgDir, "generated", "types.gen.ts"), "utf8").matchAll(/^export type (\w+) = \{\n([\s\S]*?)\n\};/gm)) {
+  objectTypes[m[1]] = [...m[2].matchAll(/^  (\w+)(\??): ([^\n]*?);?$/gm)].map((f) => {
+    const r = f[3].match(/^(?:Array<(\w+)>|(\w+))(?: \| null)?$/);
+    return { name: f[1], required: f[2] === "", ref: r ? r[1] ?? r[2] : null, array: Boolean(r?.[1]) };
+  });
+}
+
+// missingFields lists the required fields of typeName (and of the named
+// types inside it) that value lacks: the client declares them, so code
+// written against it reads them.
+function missingFields(value, typeName, path, out, depth = 0) {
+  const fields = objectTypes[typeName];
+  if (!fields || value === null || typeof value !== "object" || Array.isArray(value) || depth > 4) return out;
+  for (const f of fields) {
+    if (f.required && !(f.name in value)) out.push(`${path}.${f.name}`);
+    const v = value[f.name];
+    if (!f.ref || v == null) continue;
+    if (f.array && Array.isArray(v)) v.slice(0, 3).forEach((x, i) => missingFields(x, f.ref, `${path}.${f.name}[${i}]`, out, depth + 1));
+    else if (!f.array) missingFields(v, f.ref, `${path}.${f.name}`, out, depth + 1);
   }
   return out;
 }
@@ -73,6 +106,11 @@ function clientMethods(routes) {
 }
 
 const routes = sdkRoutes();
+const unparsed = Object.keys(sdk).filter((n) => !routes[n]);
+if (unparsed.length) {
+  console.log(`FAIL reading generated/sdk.gen.ts: no route for ${unparsed.join(", ")}`);
+  process.exit(1);
+}
 const methods = { ...clientMethods(routes) };
 for (const name of Object.keys(sdk)) {
   methods[`sdk.${name}`] = routes[name] ?? { route: "", deprecated: false };
@@ -82,13 +120,44 @@ methods.recallResponseToPromptString = { route: "", deprecated: false };
 
 // --- the harness ----------------------------------------------------------
 
+// Each generated function's route as a pattern, literal segments first
+// (…/memories/list before …/memories/{memory_id}), with its success type.
+const routePatterns = Object.entries(routes)
+  .map(([name, r]) => {
+    const [method, path] = r.route.split(" ");
+    const success = objectTypes[r.responses]?.find((f) => /^20\d$/.test(f.name))?.ref;
+    return { name, method, re: new RegExp("^" + path.replace(/\{[^}]+\}/g, "[^/]+") + "$"), params: (path.match(/\{/g) ?? []).length, success };
+  })
+  .sort((a, b) => a.params - b.params);
+
+// Required fields the client declares that Hindsight 1.1.0 itself does not
+// send: the client (0.9.1) is older there, and memstream answers as 1.1.0.
+const declaredButNotSent = {
+  "AuditLogListResponse.items[].request": "client 0.9.1 types list items as full entries; Hindsight 1.1.0 lists AuditLogSummary (no request/response bodies; get one entry for them), as memstream does",
+  "AuditLogListResponse.items[].response": "client 0.9.1 types list items as full entries; Hindsight 1.1.0 lists AuditLogSummary (no request/response bodies; get one entry for them), as memstream does",
+};
+const excused = {}; // sdk function -> why a declared field is absent
+
 let serverErrors = [];
+let shapeErrors = [];
+let shapesChecked = 0;
 const realFetch = globalThis.fetch;
 globalThis.fetch = async (input, init) => {
   const resp = await realFetch(input, init);
+  const req = input instanceof Request ? input : new Request(input, init);
+  const path = new URL(req.url).pathname;
   if (resp.status >= 500) {
-    const req = input instanceof Request ? input : new Request(input, init);
-    serverErrors.push(`${req.method} ${new URL(req.url).pathname}: ${resp.status} ${await resp.clone().text()}`.slice(0, 300));
+    serverErrors.push(`${req.method} ${path}: ${resp.status} ${await resp.clone().text()}`.slice(0, 300));
+  }
+  const route = routePatterns.find((p) => p.method === req.method && p.re.test(path));
+  if (resp.ok && route?.success && (resp.headers.get("content-type") ?? "").includes("json")) {
+    shapesChecked++;
+    const gaps = missingFields(await resp.clone().json(), route.success, route.success, []).filter((g) => {
+      const why = declaredButNotSent[g.replace(/\[\d+\]/g, "[]")];
+      if (why) excused[`sdk.${route.name}`] = why;
+      return !why;
+    });
+    if (gaps.length) shapeErrors.push(`sdk.${route.name} answer lacks required ${gaps.join(", ")}`);
   }
   return resp;
 };
@@ -790,6 +859,7 @@ try {
 }
 for (const c of checks) {
   serverErrors = [];
+  shapeErrors = [];
   let err = null;
   try {
     await c.fn();
@@ -804,6 +874,9 @@ for (const c of checks) {
   if (fives.length) {
     outcome = "failed";
     reason = `server error: ${fives[0]}`;
+  } else if (shapeErrors.length) {
+    outcome = "failed";
+    reason = [...new Set(shapeErrors)].join("; ").slice(0, 600);
   } else if (c.xfail && err && errStatus !== c.xfailStatus) {
     outcome = "failed";
     reason = `expected a ${c.xfailStatus}, got: ${String(err.message ?? err).slice(0, 250)}`;
@@ -828,6 +901,10 @@ for (const o of outcomes) {
     if (!prev || prev.outcome === "passed") results[name] = { outcome: o.outcome, reason: o.reason, test: o.check };
   }
 }
+for (const [name, why] of Object.entries(excused)) {
+  if (results[name]?.outcome === "passed") results[name].reason = why;
+}
 if (HS_RESULTS) writeFileSync(HS_RESULTS, JSON.stringify({ methods, results }, null, 1));
+console.log(`${shapesChecked} answers held to the client's declared types`);
 console.log(`${checks.length - failed} of ${checks.length} checks as expected`);
 process.exit(failed ? 1 : 0);
