@@ -2,7 +2,8 @@
 # install-deps.sh installs what memstream's embedded PostgreSQL needs on a
 # Debian machine: the PostgreSQL server, its server development files, pg_trgm
 # (postgresql-contrib) and pgvector; then the local embedding model's weights
-# (scripts/install-model.sh). `make demo` and `make test` call it, and CI runs
+# (scripts/install-model.sh); and, for the tests, Python's venv and Node.js
+# with npm when they are missing. `make demo` and `make test` call it, and CI runs
 # it as root in a fresh clone without stdin.
 #
 # It is idempotent and only looks at files when everything is present, so a
@@ -249,4 +250,13 @@ log "ok: PostgreSQL $PG_MAJOR ($PG_CONFIG) with $(sed -n "s/^default_version = '
 if ! command -v python3 >/dev/null || ! python3 -m venv --help >/dev/null 2>&1; then
 	log "installing python3 and python3-venv (for tests/compat)"
 	apt_install python3 python3-venv python3-pip
+fi
+
+# --- 8. Node.js with npm, for the TypeScript client suites and the console ------
+# tests/compat/ts (Hindsight's TypeScript client), tests/mcp-ts (the MCP
+# TypeScript SDK) and the console's bundle check install their packages with
+# npm ci into the user cache directory. `make demo` and `go build` need none.
+if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
+	log "installing nodejs and npm (for the TypeScript client suites and the console check)"
+	apt_install nodejs npm
 fi
