@@ -24,6 +24,7 @@ import (
 	"github.com/memstream/memstream/defense"
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/extract"
+	"github.com/memstream/memstream/internal/lifetime"
 	"github.com/memstream/memstream/llm"
 	"github.com/memstream/memstream/mcpserver"
 	"github.com/memstream/memstream/ops"
@@ -495,63 +496,43 @@ func (a *app) run(ctx context.Context) error {
 		close(quit)
 	})
 	if a.cons != nil {
-		g.Add(named("consumer", a.cons.Run, runCtx), func(error) {
+		g.Add(lifetime.Named("consumer", a.cons.Run, runCtx), func(error) {
 			if err := a.cons.Stop(sctx); err != nil {
 				a.log.Warn("consumer did not stop within kafka.shutdown_timeout", slog.Any("error", err))
 			}
 		})
 	}
 	if a.pipe != nil {
-		g.Add(named("pipeline", a.pipe.Run, runCtx), func(error) {
+		g.Add(lifetime.Named("pipeline", a.pipe.Run, runCtx), func(error) {
 			if err := a.pipe.Stop(sctx); err != nil {
 				a.log.Warn("pipeline work abandoned at the shutdown deadline; Kafka redelivers it", slog.Any("error", err))
 			}
 		})
 	}
 	if a.api != nil {
-		g.Add(named("http", func(ctx context.Context) error {
+		g.Add(lifetime.Named("http", func(ctx context.Context) error {
 			addr, err := a.api.Listen()
 			if err != nil {
 				return err
 			}
 			a.apiAddr <- addr
 			return a.api.Run(ctx)
-		}, runCtx), stopper("http", a.api.Stop, sctxOf, a.log))
+		}, runCtx), lifetime.Interrupt("http", a.api.Stop, sctxOf, a.log))
 	}
 	if a.runWorker {
-		g.Add(named("consolidation worker", a.worker.Run, runCtx), stopper("consolidation worker", a.worker.Stop, sctxOf, a.log))
+		g.Add(lifetime.Named("consolidation worker", a.worker.Run, runCtx), lifetime.Interrupt("consolidation worker", a.worker.Stop, sctxOf, a.log))
 	}
 	if a.bankIdx != nil {
-		g.Add(named("bank index maintainer", a.bankIdx.Run, runCtx), stopper("bank index maintainer", a.bankIdx.Stop, sctxOf, a.log))
+		g.Add(lifetime.Named("bank index maintainer", a.bankIdx.Run, runCtx), lifetime.Interrupt("bank index maintainer", a.bankIdx.Stop, sctxOf, a.log))
 	}
 	if a.ops != nil {
-		g.Add(named("http", a.ops.Run, runCtx), stopper("http", a.ops.Stop, sctxOf, a.log))
+		g.Add(lifetime.Named("http", a.ops.Run, runCtx), lifetime.Interrupt("http", a.ops.Stop, sctxOf, a.log))
 	}
 	// Last: the hard stop of whatever is still running.
 	g.Add(func() error { <-runCtx.Done(); return nil }, func(error) { cancelRun() })
 	err := g.Run()
 	a.stop(sctx)
 	return err
-}
-
-// stopper is a run-group interrupt that stops a component within the
-// shutdown deadline; past it, the hard stop at the end cancels it.
-func stopper(name string, stop func(context.Context) error, ctx func() context.Context, log *slog.Logger) func(error) {
-	return func(error) {
-		if err := stop(ctx()); err != nil {
-			log.Warn(name+" did not stop within kafka.shutdown_timeout", slog.Any("error", err))
-		}
-	}
-}
-
-// named runs fn on ctx and names its error.
-func named(name string, fn func(context.Context) error, ctx context.Context) func() error {
-	return func() error {
-		if err := fn(ctx); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		return nil
-	}
 }
 
 // inProcess is a memstream with every role running in this process, for
