@@ -12,7 +12,7 @@ import (
 // request even behind the suggestion frame ("I'm pescatarian." for "What
 // should I cook for a dinner party?"). So for such a request the loaded
 // results that state a taste or habit in the first person, told by their
-// grammar, form one more ranked list for fusion (tasteFuse): a statement of
+// grammar, form one more ranked list for fusion (listFuse): a statement of
 // taste that an arm found deep in its list is lifted as if a second arm
 // agreed with it.
 
