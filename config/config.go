@@ -362,7 +362,7 @@ func Default() Config {
 			ClientID:           "memstream",
 		},
 		Database: Database{URL: "embedded", EmbeddedPort: 54329, MaxConns: 16,
-			BankIndexMax: 32, BankIndexMinFacts: 4000, BankIndexInterval: 10 * time.Minute},
+			BankIndexMax: 16, BankIndexMinFacts: 4000, BankIndexInterval: 10 * time.Minute},
 		HTTP: HTTP{
 			Addr:           "127.0.0.1:8888",
 			RetainWait:     30 * time.Second,
