@@ -286,6 +286,7 @@ func (s *Store) PersistBatch(ctx context.Context, evs []EventRecord) (PersistRes
 	if err != nil {
 		return PersistResult{}, fmt.Errorf("persist batch of %d events (first %s/%s): %w", len(evs), evs[0].BankID, evs[0].EventKey, err)
 	}
+	s.noteFacts(res.Facts)
 	return res, nil
 }
 

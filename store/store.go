@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -50,6 +52,14 @@ type Store struct {
 	dim      int
 	embedder string
 	log      *slog.Logger
+
+	// Background work (noteFacts) runs under bgCtx; Close cancels it and
+	// waits for it.
+	bgCtx        context.Context
+	bgCancel     context.CancelFunc
+	bg           sync.WaitGroup
+	persisted    atomic.Int64
+	statsChecked atomic.Bool
 }
 
 // Deps are a Store's collaborators. Logger may be nil (logs are
@@ -91,14 +101,19 @@ func Open(ctx context.Context, deps Deps, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: connect: %w", err)
 	}
-	return &Store{pool: pool, dim: cfg.Dim, embedder: cfg.Embedder, log: log}, nil
+	bgCtx, bgCancel := context.WithCancel(context.Background())
+	return &Store{pool: pool, dim: cfg.Dim, embedder: cfg.Embedder, log: log, bgCtx: bgCtx, bgCancel: bgCancel}, nil
 }
 
 // Dim is the embedding dimension of this store.
 func (s *Store) Dim() int { return s.dim }
 
-// Close closes the pool.
-func (s *Store) Close() { s.pool.Close() }
+// Close stops the store's background work and closes the pool.
+func (s *Store) Close() {
+	s.bgCancel()
+	s.bg.Wait()
+	s.pool.Close()
+}
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
