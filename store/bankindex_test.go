@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 )
 
@@ -92,13 +91,7 @@ func TestBankIndexPass(t *testing.T) {
 		var lines []string
 		vec := make([]float32, 384)
 		vec[3] = 1
-		err := s.hnswQuery(ctx, 40, "EXPLAIN "+qSemanticArm, []any{bank, []string{}, []string{}, "any", pgvector.NewHalfVector(vec), 10},
-			func(rows pgx.Rows) error {
-				var l string
-				err := rows.Scan(&l)
-				lines = append(lines, l)
-				return err
-			})
+		err := s.hnswQuery(ctx, 40, "EXPLAIN "+qSemanticArm, []any{bank, []string{}, []string{}, "any", pgvector.NewHalfVector(vec), 10}, planLines(&lines))
 		if err != nil {
 			t.Fatal(err)
 		}

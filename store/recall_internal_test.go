@@ -135,16 +135,21 @@ func TestGraphNameSeedsReadTheBankTrigramIndex(t *testing.T) {
 		}
 	}
 	var lines []string
-	err := s.genericQuery(ctx, "EXPLAIN "+qGraphNameSeeds, []any{"big", []string{"person 0a1b2c", "person ffee"}}, func(rows pgx.Rows) error {
-		var l string
-		err := rows.Scan(&l)
-		lines = append(lines, l)
-		return err
-	})
-	if err != nil {
+	if err := s.genericQuery(ctx, "EXPLAIN "+qGraphNameSeeds, []any{"big", []string{"person 0a1b2c", "person ffee"}}, planLines(&lines)); err != nil {
 		t.Fatal(err)
 	}
 	if plan := strings.Join(lines, "\n"); !strings.Contains(plan, "entities_bank_name_trgm_idx") {
 		t.Errorf("the name seeds do not read the bank trigram index:\n%s", plan)
+	}
+}
+
+// planLines scans an EXPLAIN's rows into lines, for the batch helpers
+// (hnswQuery, genericQuery) that hand their rows to a scan function.
+func planLines(lines *[]string) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
+		var l string
+		err := rows.Scan(&l)
+		*lines = append(*lines, l)
+		return err
 	}
 }
