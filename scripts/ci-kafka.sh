@@ -95,8 +95,28 @@ if ! scripts/kafka-broker.sh status >/dev/null 2>&1; then
 fi
 errf="$(mktemp)"
 trap 'rm -f "$errf"; if [ "$started" = 1 ]; then scripts/kafka-broker.sh stop >&2 || true; fi' EXIT
-if ! out="$(scripts/kafka-broker.sh start 2>"$errf")"; then
+# The default ports lie inside Linux's ephemeral range (32768-60999), so an
+# outgoing connection of another process can hold one at the moment the
+# broker binds ("Address already in use") although nothing listens there.
+# Unless the ports were chosen by the caller, such a start is tried again on
+# ports below that range.
+if [ -n "${KAFKA_PORT:-}" ]; then
+	pairs="$KAFKA_PORT:${KAFKA_CONTROLLER_PORT:-39093}"
+else
+	pairs="39092:39093 29092:29093 19092:19093"
+fi
+up=0
+for pair in $pairs; do
+	export KAFKA_PORT="${pair%:*}" KAFKA_CONTROLLER_PORT="${pair#*:}"
+	if out="$(scripts/kafka-broker.sh start 2>"$errf")"; then
+		up=1
+		break
+	fi
 	cat "$errf" >&2
+	grep -q 'already in use' "$errf" || break
+	log "ports $pair are taken; trying the next pair"
+done
+if [ "$up" -ne 1 ]; then
 	skip "the broker did not start: $(grep '^kafka-broker:' "$errf" | grep -v 'last lines of' | tail -n 1)"
 fi
 cat "$errf" >&2
