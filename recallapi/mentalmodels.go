@@ -71,11 +71,12 @@ func viewModel(m store.MentalModel) mentalModelView {
 
 // modelDetail reads Hindsight's `detail` query parameter of the mental
 // model routes: metadata (no query, content, configuration or what it
-// rests on), content (no based_on), or full (everything; the default).
-func modelDetail(r *http.Request) (string, error) {
+// rests on), content (no based_on), or full (everything). Absent, it is
+// def: Hindsight lists metadata and gets one model in full.
+func modelDetail(r *http.Request, def string) (string, error) {
 	d, err := enumParam(r, "detail", "metadata", "content", "full")
 	if d == "" {
-		d = "full"
+		d = def
 	}
 	return d, err
 }
@@ -159,9 +160,9 @@ func (s *Server) listMentalModels(w http.ResponseWriter, r *http.Request) error 
 		}
 		items = slices.DeleteFunc(items, func(m store.MentalModel) bool { return !tagsMatch(m.Tags, tags, mode) })
 	}
-	// Hindsight's list defaults to metadata; memstream's to full, which
-	// its console and older callers read (docs/COMPATIBILITY.md).
-	detail, err := modelDetail(r)
+	// As Hindsight's: a list carries no content unless asked, so one call
+	// does not pull a bank's synthesized knowledge in bulk.
+	detail, err := modelDetail(r, "metadata")
 	if err != nil {
 		return err
 	}
@@ -242,7 +243,7 @@ func (s *Server) getMentalModel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	detail, err := modelDetail(r)
+	detail, err := modelDetail(r, "full")
 	if err != nil {
 		return err
 	}

@@ -235,19 +235,29 @@ func TestMentalModelDetailAndCallerID(t *testing.T) {
 	if r := e.call("POST", b, `{"id":"`+id+`","name":"other","source_query":"q"}`, ""); r.status != 409 {
 		t.Fatalf("an id taken: %d %s", r.status, r.raw)
 	}
+	// Without detail, as in Hindsight 1.1.0: a get is full, a list metadata.
+	get := e.call("GET", b+"/"+id, "", "")
+	if _, ok := get.body["based_on"]; get.status != 200 || !ok {
+		t.Fatalf("get without detail is not full: %d %s", get.status, get.raw)
+	}
+	listed := items(t, e.call("GET", b, "", ""))[0]
+	for _, k := range []string{"content", "source_query", "max_tokens", "based_on"} {
+		if _, ok := listed[k]; ok {
+			t.Errorf("list without detail has %s: %v", k, listed)
+		}
+	}
+	if listed["id"] != id || listed["name"] != "tastes" {
+		t.Errorf("list without detail lacks the metadata: %v", listed)
+	}
 	for _, tc := range []struct {
 		detail      string
 		has, hasNot []string
 	}{
-		{"", []string{"content", "source_query", "based_on"}, nil},
 		{"full", []string{"content", "source_query", "based_on"}, nil},
 		{"content", []string{"content", "source_query", "max_tokens"}, []string{"based_on"}},
 		{"metadata", []string{"id", "name", "tags"}, []string{"content", "source_query", "max_tokens", "based_on"}},
 	} {
-		q := ""
-		if tc.detail != "" {
-			q = "?detail=" + tc.detail
-		}
+		q := "?detail=" + tc.detail
 		get := e.call("GET", b+"/"+id+q, "", "")
 		list := e.call("GET", b+q, "", "")
 		if get.status != 200 || list.status != 200 {

@@ -15,7 +15,7 @@ function renderModel(content, bank) {
 }
 
 export function ModelsPage({ bank }) {
-  const list = useLoad(() => api('GET', bankPath(bank, '/mental-models')), [bank])
+  const list = useLoad(() => api('GET', bankPath(bank, '/mental-models?detail=content')), [bank])
   const [name, setName] = useState('')
   const [q, setQ] = useState('')
   const [err, setErr] = useState(null)
