@@ -21,52 +21,14 @@ func fakeLLM(latency time.Duration, calls *atomic.Int64) *httptest.Server {
 			http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
 			return
 		}
-		var body struct {
-			Chunks []struct {
-				ChunkIndex int `json:"chunk_index"`
-				Messages   []struct {
-					MessageIndex int    `json:"message_index"`
-					Timestamp    string `json:"timestamp"`
-					Text         string `json:"text"`
-				} `json:"messages"`
-			} `json:"chunks"`
-		}
+		user := ""
 		for _, m := range req.Messages {
 			if m.Role == "user" {
-				_ = json.Unmarshal([]byte(m.Content), &body)
+				user = m.Content
 				break
 			}
 		}
-		type fact struct {
-			Text            string   `json:"text"`
-			FactType        string   `json:"fact_type"`
-			Entities        []any    `json:"entities"`
-			CausalRelations []any    `json:"causal_relations"`
-			OccurredStart   *string  `json:"occurred_start"`
-			OccurredEnd     *string  `json:"occurred_end"`
-			MentionedAt     string   `json:"mentioned_at"`
-			Context         string   `json:"context"`
-			Tags            []string `json:"tags"`
-			MessageIndex    int      `json:"message_index"`
-		}
-		type chunkOut struct {
-			ChunkIndex int    `json:"chunk_index"`
-			Facts      []fact `json:"facts"`
-		}
-		out := struct {
-			Chunks []chunkOut `json:"chunks"`
-		}{Chunks: []chunkOut{}}
-		in := 0
-		for _, c := range body.Chunks {
-			co := chunkOut{ChunkIndex: c.ChunkIndex, Facts: []fact{}}
-			for _, m := range c.Messages {
-				in += len(m.Text)
-				co.Facts = append(co.Facts, fact{Text: m.Text, FactType: "world", Entities: []any{}, CausalRelations: []any{},
-					MentionedAt: m.Timestamp, Tags: []string{}, MessageIndex: m.MessageIndex})
-			}
-			out.Chunks = append(out.Chunks, co)
-		}
-		content, _ := json.Marshal(out)
+		content, in := chunkFacts(user, func(text string) []string { return []string{text} })
 		select {
 		case <-time.After(latency):
 		case <-r.Context().Done():

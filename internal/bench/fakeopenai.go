@@ -295,6 +295,13 @@ func isChunks(user string) bool {
 // extractChunks answers memstream's extraction prompt: every sentence of
 // every message becomes one fact.
 func extractChunks(user string) []byte {
+	b, _ := chunkFacts(user, Sentences)
+	return b
+}
+
+// chunkFacts answers memstream's extraction prompt with one fact per piece
+// that split cuts each message into, and counts the characters read.
+func chunkFacts(user string, split func(string) []string) ([]byte, int) {
 	var body memstreamChunks
 	_ = json.Unmarshal([]byte(user), &body)
 	type fact struct {
@@ -316,10 +323,12 @@ func extractChunks(user string) []byte {
 	out := struct {
 		Chunks []chunkOut `json:"chunks"`
 	}{Chunks: []chunkOut{}}
+	in := 0
 	for _, c := range body.Chunks {
 		co := chunkOut{ChunkIndex: c.ChunkIndex, Facts: []fact{}}
 		for _, m := range c.Messages {
-			for _, s := range Sentences(m.Text) {
+			in += len(m.Text)
+			for _, s := range split(m.Text) {
 				co.Facts = append(co.Facts, fact{Text: s, FactType: "world", Entities: []any{}, CausalRelations: []any{},
 					MentionedAt: m.Timestamp, Tags: []string{}, MessageIndex: m.MessageIndex})
 			}
@@ -327,7 +336,7 @@ func extractChunks(user string) []byte {
 		out.Chunks = append(out.Chunks, co)
 	}
 	b, _ := json.Marshal(out)
-	return b
+	return b, in
 }
 
 // Describe names the fake for logs and --help.
