@@ -138,20 +138,29 @@ func (s *Server) listBanks(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getBank(w http.ResponseWriter, r *http.Request) error {
-	id, err := s.bankID(r)
-	if err != nil {
-		return err
-	}
-	b, err := s.d.Store.GetBank(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	cfg, err := s.d.Store.BankConfig(r.Context(), id)
+	b, cfg, err := s.bankAndConfig(r)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, viewBank(b, cfg))
 	return nil
+}
+
+// bankAndConfig reads the request's bank and its configuration overrides.
+func (s *Server) bankAndConfig(r *http.Request) (store.Bank, map[string]any, error) {
+	id, err := s.bankID(r)
+	if err != nil {
+		return store.Bank{}, nil, err
+	}
+	b, err := s.d.Store.GetBank(r.Context(), id)
+	if err != nil {
+		return store.Bank{}, nil, err
+	}
+	ov, err := s.d.Store.BankConfig(r.Context(), id)
+	if err != nil {
+		return store.Bank{}, nil, err
+	}
+	return b, ov, nil
 }
 
 func (s *Server) putBank(w http.ResponseWriter, r *http.Request) error {
@@ -422,15 +431,7 @@ func (s *Server) bankConfigView(b store.Bank, overrides map[string]any) map[stri
 }
 
 func (s *Server) getBankConfig(w http.ResponseWriter, r *http.Request) error {
-	id, err := s.bankID(r)
-	if err != nil {
-		return err
-	}
-	b, err := s.d.Store.GetBank(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	ov, err := s.d.Store.BankConfig(r.Context(), id)
+	b, ov, err := s.bankAndConfig(r)
 	if err != nil {
 		return err
 	}

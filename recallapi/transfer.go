@@ -603,18 +603,11 @@ type templateDirect struct {
 }
 
 func (s *Server) exportTemplate(w http.ResponseWriter, r *http.Request) error {
-	bank, err := s.bankID(r)
+	b, ov, err := s.bankAndConfig(r)
 	if err != nil {
 		return err
 	}
-	b, err := s.d.Store.GetBank(r.Context(), bank)
-	if err != nil {
-		return err
-	}
-	ov, err := s.d.Store.BankConfig(r.Context(), bank)
-	if err != nil {
-		return err
-	}
+	bank := b.ID
 	cfg := map[string]any{}
 	for k, v := range ov {
 		if k != "background" {
