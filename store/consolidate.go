@@ -151,8 +151,10 @@ const (
 
 	// qCandidateSettings: the iterative scan keeps the HNSW search going
 	// until enough rows pass the bank/scope filter; custom plans let the
-	// planner choose, per bank, between an exact scan of a small bank's
-	// observations and the HNSW index for a large one.
+	// planner see the bank. In practice it sorts the bank's observations
+	// in scope exactly whatever the bank's size, since it estimates the
+	// tag scope at a row or so (docs/BENCHMARKS.md, consolidation
+	// candidates and semantic links).
 	qCandidateSettings = `SELECT set_config('hnsw.ef_search', '100', true), set_config('hnsw.iterative_scan', 'relaxed_order', true),
 		set_config('plan_cache_mode', 'force_custom_plan', true)`
 	// qBatchCandidates runs the three candidate rankings for every fact of

@@ -187,20 +187,37 @@ const (
 			ORDER BY ue2.mentioned_at DESC LIMIT 5) o
 		WHERE ue.unit_id = ANY($1::uuid[])
 		ON CONFLICT DO NOTHING`
-	// Semantic links to the nearest facts (cosine similarity ≥ $2) through
-	// the HNSW index. One index probe per fact costs more than the rest of
-	// persistence together, so it runs in the background (LinkSemantic), not
-	// in the ingest transaction.
-	qSemanticLinks = `INSERT INTO memory_links (bank_id, from_id, to_id, link_type, weight)
+	// Semantic links to the nearest facts (cosine similarity ≥ $2). One
+	// index probe per fact costs more than the rest of persistence
+	// together, so it runs in the background (LinkSemantic), not in the
+	// ingest transaction. A bank of at most exactScanMaxRows rows (ex, a
+	// bounded count per bank of the batch) is read exactly, a larger one
+	// through HNSW: the filtered HNSW scan of a small bank in a table many
+	// banks share stops after hnsw.max_scan_tuples index tuples and finds
+	// few of its neighbours, or none (docs/BENCHMARKS.md). The branches'
+	// conditions are one-time filters per fact; the exact one's distance
+	// (+ 0) is one no index can serve.
+	qSemanticLinks = `WITH u AS MATERIALIZED (
+			SELECT u.id, u.bank_id, u.embedding FROM unnest($1::uuid[]) AS n(id) JOIN memory_units u ON u.id = n.id
+			WHERE u.embedding IS NOT NULL),
+		ex AS MATERIALIZED (
+			SELECT b.bank_id, (SELECT count(*) FROM (SELECT 1 FROM memory_units m WHERE m.bank_id = b.bank_id
+				LIMIT ` + exactScanMaxRows + ` + 1) x) <= ` + exactScanMaxRows + ` AS exact
+			FROM (SELECT DISTINCT bank_id FROM u) b)
+		INSERT INTO memory_links (bank_id, from_id, to_id, link_type, weight)
 		SELECT u.bank_id, u.id, o.id, 'semantic', o.sim
-		FROM unnest($1::uuid[]) AS n(id)
-		JOIN memory_units u ON u.id = n.id
+		FROM u JOIN ex ON ex.bank_id = u.bank_id
 		CROSS JOIN LATERAL (
-			SELECT m.id, (1 - (m.embedding <=> u.embedding))::real AS sim
-			FROM memory_units m
-			WHERE m.bank_id = u.bank_id AND m.id <> u.id AND m.fact_type <> 'observation'
-			ORDER BY m.embedding <=> u.embedding LIMIT 3) o
-		WHERE u.embedding IS NOT NULL AND o.sim >= $2
+			(SELECT m.id, (1 - (m.embedding <=> u.embedding))::real AS sim
+			 FROM memory_units m
+			 WHERE NOT ex.exact AND m.bank_id = u.bank_id AND m.id <> u.id AND m.fact_type <> 'observation'
+			 ORDER BY m.embedding <=> u.embedding LIMIT 3)
+			UNION ALL
+			(SELECT m.id, (1 - ((m.embedding <=> u.embedding) + 0))::real
+			 FROM memory_units m
+			 WHERE ex.exact AND m.bank_id = u.bank_id AND m.id <> u.id AND m.fact_type <> 'observation'
+			 ORDER BY (m.embedding <=> u.embedding) + 0, m.id LIMIT 3)) o
+		WHERE o.sim >= $2
 		ON CONFLICT DO NOTHING`
 	qLinkSearchSettings = `SELECT set_config('hnsw.ef_search', '20', true), set_config('hnsw.iterative_scan', 'relaxed_order', true)`
 	qInsertAudit        = `INSERT INTO defense_audit (bank_id, event_key, label, action, fingerprint)
@@ -209,6 +226,13 @@ const (
 		SELECT $1, b, $1 || ':' || b FROM unnest($2::text[]) AS b
 		ON CONFLICT (unique_key) WHERE state = 'available' AND unique_key IS NOT NULL DO NOTHING`
 )
+
+// exactScanMaxRows is the most rows a bank may hold for its semantic links
+// to be found by reading them all rather than through HNSW: the bound
+// recall uses for its semantic arm (recall's exactSearchMaxFacts), up to
+// which the exact scan costs about what the filtered HNSW scan does and
+// misses nothing.
+const exactScanMaxRows = "2000"
 
 // JobConsolidate is the kind of the per-bank consolidation wake-up job.
 const JobConsolidate = "consolidate"
