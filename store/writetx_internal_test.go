@@ -12,7 +12,7 @@ import (
 
 // TestWriteTxRunsTheDeadlockLoserAgain makes two transactions lock two
 // rows in opposite orders, so the server must abort one of them as a
-// deadlock: both writeTx calls still succeed, and the loser ran twice.
+// deadlock: both writeTx calls still succeed, and the loser ran again.
 func TestWriteTxRunsTheDeadlockLoserAgain(t *testing.T) {
 	t.Parallel()
 	s := migratedInternal(t)
@@ -50,8 +50,11 @@ func TestWriteTxRunsTheDeadlockLoserAgain(t *testing.T) {
 			t.Fatalf("writeTx: %v", err)
 		}
 	}
-	if runs[0]+runs[1] != 3 {
-		t.Errorf("transactions ran %v times; want one of them twice (one deadlock)", runs)
+	// One deadlock at least: the loser's new attempt can take its first row
+	// back before the winner, woken by the abort, has taken it (a loaded
+	// machine), and lose a second deadlock the same way.
+	if runs[0]+runs[1] < 3 {
+		t.Errorf("transactions ran %v times; want one of them again (a deadlock)", runs)
 	}
 	var total int
 	if err := s.pool.QueryRow(ctx, `SELECT sum(n) FROM deadlock_rows`).Scan(&total); err != nil {
