@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,7 +19,7 @@ import (
 // crowdedStore returns a store whose connections stop a filtered HNSW
 // scan after 50 index tuples, as hnsw.max_scan_tuples (20 000 by default)
 // stops it in a table of a million rows many banks share, with two banks:
-// "big", exactScanMaxRows + 100 rows of type typ close to the unit vector
+// "big", crowdBigRows rows of type typ close to the unit vector
 // e0, and "small", five rows of that type far from e0, the k-th of them
 // at cosine 0.1·k/√(1+0.01·k²) to it. It returns small's rows' ids, k = 1
 // to 5. Only the HNSW path misses small's rows: its first ef_search
@@ -45,7 +46,7 @@ func crowdedStore(t *testing.T, typ string) (*Store, []uuid.UUID) {
 		`INSERT INTO memory_units (id, bank_id, fact_type, text, embedding, mentioned_at, idempotency_key)
 		SELECT gen_random_uuid(), 'big', $1, 'big ' || i,
 			ARRAY[1, random() * 0.1, random() * 0.1, random() * 0.1, 0, 0, 0, 0]::real[]::halfvec, now(), 'big' || i
-		FROM generate_series(1, ` + exactScanMaxRows + ` + 100) i`,
+		FROM generate_series(1, ` + strconv.Itoa(crowdBigRows) + `) i`,
 		`INSERT INTO memory_units (id, bank_id, fact_type, text, embedding, mentioned_at, idempotency_key)
 		SELECT id, 'small', $1, 'small ' || k, ARRAY[0.1 * k, 0, 0, 0, 0, 1, 0, 0]::real[]::halfvec, now(), 'small' || k
 		FROM unnest($2::uuid[]) WITH ORDINALITY AS x(id, k)`,
@@ -64,6 +65,9 @@ func crowdedStore(t *testing.T, typ string) (*Store, []uuid.UUID) {
 	}
 	return s, small
 }
+
+// crowdBigRows is the crowded table's big bank's size.
+const crowdBigRows = 2100
 
 // e0 is the unit vector the crowded banks are built around.
 func e0() []float32 { return []float32{1, 0, 0, 0, 0, 0, 0, 0} }
@@ -117,28 +121,21 @@ func TestObservationCandidatesFindSmallBankNeighbours(t *testing.T) {
 	}
 }
 
-// TestSemanticLinksReadSmallBankExactly checks that a new fact of a small
-// bank is linked to its nearest facts although the table's HNSW scan,
-// crowded with another bank's, gives up before meeting them; and that a
-// fact of a big bank is still linked through HNSW.
-func TestSemanticLinksReadSmallBankExactly(t *testing.T) {
-	t.Parallel()
-	s, small := crowdedStore(t, "world")
-	ctx := context.Background()
-	fact := func(bank, key string) uuid.UUID {
-		id := uuid.New()
-		if _, err := s.pool.Exec(ctx, `INSERT INTO memory_units (id, bank_id, fact_type, text, embedding, mentioned_at, idempotency_key)
-			VALUES ($1, $2, 'world', 'new', $3, now(), $4)`, id, bank, pgvector.NewHalfVector(e0()), key); err != nil {
-			t.Fatal(err)
-		}
-		return id
+// linkFact adds a world fact at v to bank and returns its id.
+func linkFact(t *testing.T, s *Store, bank, key string, v []float32) uuid.UUID {
+	t.Helper()
+	id := uuid.New()
+	if _, err := s.pool.Exec(context.Background(), `INSERT INTO memory_units (id, bank_id, fact_type, text, embedding, mentioned_at, idempotency_key)
+		VALUES ($1, $2, 'world', 'new', $3, now(), $4)`, id, bank, pgvector.NewHalfVector(v), key); err != nil {
+		t.Fatal(err)
 	}
-	newSmall, newBig := fact("small", "new-small"), fact("big", "new-big")
-	n, err := s.LinkSemantic(ctx, []uuid.UUID{newSmall, newBig}, -1)
-	if err != nil || n != 6 {
-		t.Fatalf("links: %d, %v; want 3 for each fact", n, err)
-	}
-	rows, err := s.pool.Query(ctx, `SELECT to_id FROM memory_links WHERE from_id = $1 AND link_type = 'semantic' ORDER BY weight DESC`, newSmall)
+	return id
+}
+
+// linksOf returns the facts from is linked to semantically, nearest first.
+func linksOf(t *testing.T, s *Store, from uuid.UUID) []uuid.UUID {
+	t.Helper()
+	rows, err := s.pool.Query(context.Background(), `SELECT to_id FROM memory_links WHERE from_id = $1 AND link_type = 'semantic' ORDER BY weight DESC`, from)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,32 +143,95 @@ func TestSemanticLinksReadSmallBankExactly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []uuid.UUID{small[4], small[3], small[2]}; !slices.Equal(got, want) {
+	return got
+}
+
+// explainLinks is EXPLAIN ANALYZE of a links statement under the links'
+// settings.
+func explainLinks(t *testing.T, s *Store, stmt string, args ...any) string {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, qLinkSearchSettings); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+stmt, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestSemanticLinksReadSmallBankExactly checks that a new fact of a small
+// bank is linked to its nearest facts although the table's HNSW scan,
+// crowded with another bank's, gives up before meeting them, and that a
+// bigger bank without an index of its own is read exactly too.
+func TestSemanticLinksReadSmallBankExactly(t *testing.T) {
+	t.Parallel()
+	s, small := crowdedStore(t, "world")
+	ctx := context.Background()
+	newSmall, newBig := linkFact(t, s, "small", "new-small", e0()), linkFact(t, s, "big", "new-big", e0())
+	n, err := s.LinkSemantic(ctx, []uuid.UUID{newSmall, newBig}, -1)
+	if err != nil || n != 6 {
+		t.Fatalf("links: %d, %v; want 3 for each fact", n, err)
+	}
+	if got, want := linksOf(t, s, newSmall), []uuid.UUID{small[4], small[3], small[2]}; !slices.Equal(got, want) {
 		t.Errorf("small bank's new fact linked to %v, want its three nearest %v", got, want)
 	}
-	explain := func(id uuid.UUID) string {
-		var lines []string
-		tx, err := s.pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = tx.Rollback(ctx) }()
-		if _, err := tx.Exec(ctx, qLinkSearchSettings); err != nil {
-			t.Fatal(err)
-		}
-		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+qSemanticLinks, []uuid.UUID{id}, -1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if lines, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
-			t.Fatal(err)
-		}
-		return strings.Join(lines, "\n")
-	}
-	if plan := explain(newSmall); hnswRan(plan) || !exactRan(plan) {
+	if plan := explainLinks(t, s, qSemanticLinksExact, []uuid.UUID{newSmall}, -1, []string{}); hnswRan(plan) || !exactRan(plan) {
 		t.Errorf("small bank: not read exactly:\n%s", plan)
 	}
-	if plan := explain(newBig); exactRan(plan) {
-		t.Errorf("big bank: read exactly:\n%s", plan)
+	var large []string
+	rows, err := s.pool.Query(ctx, qLinkLargeBanks, []uuid.UUID{newSmall, newBig}, linkExactMaxRows)
+	if err == nil {
+		large, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil || len(large) != 0 {
+		t.Errorf("banks to read through HNSW: %v, %v; want none (big has %d rows, no index of its own)", large, err, crowdBigRows+1)
+	}
+}
+
+// TestSemanticLinksReadLargeBankThroughItsOwnIndex checks that the facts
+// of a bank with an HNSW index of its own are linked through it, whatever
+// the bank's size. With the bank a join column, as it was, the planner
+// could never match the index's predicate and used the table's, whose
+// filtered scan gives up early in a shared table.
+func TestSemanticLinksReadLargeBankThroughItsOwnIndex(t *testing.T) {
+	t.Parallel()
+	s, small := crowdedStore(t, "world")
+	ctx := context.Background()
+	if _, err := s.pool.Exec(ctx, bankIndexDDL(BankIndexName("big"), "big")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `ANALYZE memory_units`); err != nil {
+		t.Fatal(err)
+	}
+	newSmall, newBig := linkFact(t, s, "small", "new-small", e0()), linkFact(t, s, "big", "new-big", e0())
+	n, err := s.LinkSemantic(ctx, []uuid.UUID{newSmall, newBig}, -1)
+	if err != nil || n != 6 {
+		t.Fatalf("links: %d, %v; want 3 for each fact", n, err)
+	}
+	if got, want := linksOf(t, s, newSmall), []uuid.UUID{small[4], small[3], small[2]}; !slices.Equal(got, want) {
+		t.Errorf("small bank's new fact linked to %v, want its three nearest %v", got, want)
+	}
+	var large []string
+	rows, err := s.pool.Query(ctx, qLinkLargeBanks, []uuid.UUID{newSmall, newBig}, linkExactMaxRows)
+	if err == nil {
+		large, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil || !slices.Equal(large, []string{"big"}) {
+		t.Errorf("banks to read through HNSW: %v, %v; want big, which has its own index", large, err)
+	}
+	plan := explainLinks(t, s, qSemanticLinksBank, []uuid.UUID{newBig, newSmall}, -1, "big")
+	if !strings.Contains(plan, BankIndexName("big")) || hnswRan(plan) || exactRan(plan) {
+		t.Errorf("big bank: not read through its own index %s:\n%s", BankIndexName("big"), plan)
 	}
 }

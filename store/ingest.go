@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -190,49 +191,64 @@ const (
 	// Semantic links to the nearest facts (cosine similarity ≥ $2). One
 	// index probe per fact costs more than the rest of persistence
 	// together, so it runs in the background (LinkSemantic), not in the
-	// ingest transaction. A bank of at most exactScanMaxRows rows (ex, a
-	// bounded count per bank of the batch) is read exactly, a larger one
-	// through HNSW: the filtered HNSW scan of a small bank in a table many
-	// banks share stops after hnsw.max_scan_tuples index tuples and finds
-	// few of its neighbours, or none (docs/BENCHMARKS.md). The branches'
-	// conditions are one-time filters per fact; the exact one's distance
-	// (+ 0) is one no index can serve.
-	qSemanticLinks = `WITH u AS MATERIALIZED (
-			SELECT u.id, u.bank_id, u.embedding FROM unnest($1::uuid[]) AS n(id) JOIN memory_units u ON u.id = n.id
-			WHERE u.embedding IS NOT NULL),
-		ex AS MATERIALIZED (
-			SELECT b.bank_id, (SELECT count(*) FROM (SELECT 1 FROM memory_units m WHERE m.bank_id = b.bank_id
-				LIMIT ` + exactScanMaxRows + ` + 1) x) <= ` + exactScanMaxRows + ` AS exact
-			FROM (SELECT DISTINCT bank_id FROM u) b)
-		INSERT INTO memory_links (bank_id, from_id, to_id, link_type, weight)
+	// ingest transaction. qLinkLargeBanks names the batch's banks with an
+	// HNSW index of their own (BankIndexName) or more than
+	// linkExactMaxRows rows (a bounded count each); each of those is
+	// searched by its own qSemanticLinksBank, the others' facts by
+	// qSemanticLinksExact, which reads their bank's rows exactly
+	// ((embedding <=> v) + 0 is a distance no index can serve). Through
+	// the table's HNSW index a bank of a shared table loses neighbours:
+	// the filtered scan stops after hnsw.max_scan_tuples index tuples; and
+	// with the bank a join column the planner can never match a bank's own
+	// partial index (docs/BENCHMARKS.md). With the bank a parameter of a
+	// custom plan (qLinkSearchSettings) it can.
+	qLinkLargeBanks = `SELECT b.bank_id FROM (SELECT DISTINCT u.bank_id FROM memory_units u
+			WHERE u.id = ANY($1::uuid[]) AND u.embedding IS NOT NULL) b
+		WHERE EXISTS (SELECT 1 FROM pg_index i
+				WHERE i.indexrelid = to_regclass('` + bankIndexPrefix + `' || left(encode(sha256(convert_to(b.bank_id, 'UTF8')), 'hex'), 16))
+				  AND i.indrelid = 'memory_units'::regclass AND i.indisvalid)
+			OR (SELECT count(*) FROM (SELECT 1 FROM memory_units m WHERE m.bank_id = b.bank_id
+				LIMIT $2::int + 1) x) > $2::int`
+	// $3: the large banks, whose facts are left to qSemanticLinksBank.
+	qSemanticLinksExact = `INSERT INTO memory_links (bank_id, from_id, to_id, link_type, weight)
 		SELECT u.bank_id, u.id, o.id, 'semantic', o.sim
-		FROM u JOIN ex ON ex.bank_id = u.bank_id
+		FROM unnest($1::uuid[]) AS n(id) JOIN memory_units u ON u.id = n.id
 		CROSS JOIN LATERAL (
-			(SELECT m.id, (1 - (m.embedding <=> u.embedding))::real AS sim
-			 FROM memory_units m
-			 WHERE NOT ex.exact AND m.bank_id = u.bank_id AND m.id <> u.id AND m.fact_type <> 'observation'
-			 ORDER BY m.embedding <=> u.embedding LIMIT 3)
-			UNION ALL
-			(SELECT m.id, (1 - ((m.embedding <=> u.embedding) + 0))::real
-			 FROM memory_units m
-			 WHERE ex.exact AND m.bank_id = u.bank_id AND m.id <> u.id AND m.fact_type <> 'observation'
-			 ORDER BY (m.embedding <=> u.embedding) + 0, m.id LIMIT 3)) o
-		WHERE o.sim >= $2
+			SELECT m.id, (1 - ((m.embedding <=> u.embedding) + 0))::real AS sim
+			FROM memory_units m
+			WHERE m.bank_id = u.bank_id AND m.id <> u.id AND m.fact_type <> 'observation'
+			ORDER BY (m.embedding <=> u.embedding) + 0, m.id LIMIT 3) o
+		WHERE u.embedding IS NOT NULL AND u.bank_id <> ALL($3::text[]) AND o.sim >= $2
 		ON CONFLICT DO NOTHING`
-	qLinkSearchSettings = `SELECT set_config('hnsw.ef_search', '20', true), set_config('hnsw.iterative_scan', 'relaxed_order', true)`
-	qInsertAudit        = `INSERT INTO defense_audit (bank_id, event_key, label, action, fingerprint)
+	// $3: one bank; the facts of other banks are not its to link.
+	qSemanticLinksBank = `INSERT INTO memory_links (bank_id, from_id, to_id, link_type, weight)
+		SELECT u.bank_id, u.id, o.id, 'semantic', o.sim
+		FROM memory_units u
+		CROSS JOIN LATERAL (
+			SELECT m.id, (1 - (m.embedding <=> u.embedding))::real AS sim
+			FROM memory_units m
+			WHERE m.bank_id = $3 AND m.id <> u.id AND m.fact_type <> 'observation'
+			ORDER BY m.embedding <=> u.embedding LIMIT 3) o
+		WHERE u.id = ANY($1::uuid[]) AND u.bank_id = $3 AND u.embedding IS NOT NULL AND o.sim >= $2
+		ON CONFLICT DO NOTHING`
+	// force_custom_plan: a generic plan cannot match a bank's partial
+	// index, and pgx prepares the statements, so the server would switch
+	// to one after five executions.
+	qLinkSearchSettings = `SELECT set_config('hnsw.ef_search', '20', true), set_config('hnsw.iterative_scan', 'relaxed_order', true),
+		set_config('plan_cache_mode', 'force_custom_plan', true)`
+	qInsertAudit = `INSERT INTO defense_audit (bank_id, event_key, label, action, fingerprint)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) ON CONFLICT DO NOTHING`
 	qEnqueueJob = `INSERT INTO jobs (kind, bank_id, unique_key)
 		SELECT $1, b, $1 || ':' || b FROM unnest($2::text[]) AS b
 		ON CONFLICT (unique_key) WHERE state = 'available' AND unique_key IS NOT NULL DO NOTHING`
 )
 
-// exactScanMaxRows is the most rows a bank may hold for its semantic links
-// to be found by reading them all rather than through HNSW: the bound
-// recall uses for its semantic arm (recall's exactSearchMaxFacts), up to
-// which the exact scan costs about what the filtered HNSW scan does and
-// misses nothing.
-const exactScanMaxRows = "2000"
+// linkExactMaxRows is the most rows a bank without an HNSW index of its
+// own may hold for its semantic links to be found by reading all its rows:
+// up to it the exact read costs no more than a filtered scan of the
+// table's index, which misses a quarter of the neighbours
+// (docs/BENCHMARKS.md). A bank with its own index is read through it.
+const linkExactMaxRows = 10000
 
 // JobConsolidate is the kind of the per-bank consolidation wake-up job.
 const JobConsolidate = "consolidate"
@@ -626,12 +642,36 @@ func (s *Store) LinkSemantic(ctx context.Context, ids []uuid.UUID, minSim float6
 	}
 	var n int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, qLinkSearchSettings); err != nil {
+		b := &pgx.Batch{}
+		b.Queue(qLinkSearchSettings)
+		b.Queue(qLinkLargeBanks, ids, linkExactMaxRows)
+		br := tx.SendBatch(ctx, b)
+		_, err := br.Exec()
+		var large []string
+		if err == nil {
+			var rows pgx.Rows
+			if rows, err = br.Query(); err == nil {
+				large, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			}
+		}
+		if err = errors.Join(err, br.Close()); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, qSemanticLinks, ids, minSim)
-		n = tag.RowsAffected()
-		return err
+		// One round trip: the small banks' facts, then each large bank's.
+		b = &pgx.Batch{}
+		b.Queue(qSemanticLinksExact, ids, minSim, large)
+		for _, bank := range large {
+			b.Queue(qSemanticLinksBank, ids, minSim, bank)
+		}
+		br = tx.SendBatch(ctx, b)
+		for range b.Len() {
+			tag, err := br.Exec()
+			if err != nil {
+				return errors.Join(err, br.Close())
+			}
+			n += tag.RowsAffected()
+		}
+		return br.Close()
 	})
 	if err != nil {
 		return 0, fmt.Errorf("semantic links for %d facts: %w", len(ids), err)
