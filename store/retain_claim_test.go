@@ -21,7 +21,7 @@ func TestRetainClaimTakeOver(t *testing.T) {
 	st := migrated(t, 4)
 	ctx := context.Background()
 	op, existing, err := st.CreateOperation(ctx, store.Operation{ID: uuid.New(), BankID: "b", Kind: "retain",
-		IdempotencyKey: "k", RequestHash: "h", ClaimedBy: "first", ClaimFor: 400 * time.Millisecond})
+		IdempotencyKey: "k", RequestHash: "h", ClaimedBy: "first", ClaimFor: time.Minute})
 	if err != nil || existing {
 		t.Fatalf("create: %v existing=%v", err, existing)
 	}
@@ -32,15 +32,18 @@ func TestRetainClaimTakeOver(t *testing.T) {
 		t.Fatalf("take over a held claim: %v, want ErrNotFound", err)
 	}
 	// The holder renews; another attempt cannot.
-	if ok, err := st.HeartbeatRetain(ctx, op.ID, "first", 400*time.Millisecond); err != nil || !ok {
+	if ok, err := st.HeartbeatRetain(ctx, op.ID, "first", time.Minute); err != nil || !ok {
 		t.Fatalf("holder renew = %v, %v", ok, err)
 	}
 	if ok, _ := st.HeartbeatRetain(ctx, op.ID, "retry", time.Minute); ok {
 		t.Fatal("an attempt that does not hold the claim renewed it")
 	}
 	// Nobody renews (the process died): the claim lapses and a retry takes
-	// over; the dead attempt cannot renew any more.
-	time.Sleep(500 * time.Millisecond)
+	// over; the dead attempt cannot renew any more. Its last renewal was for
+	// a microsecond, so the claim has lapsed by the next statement.
+	if ok, err := st.HeartbeatRetain(ctx, op.ID, "first", time.Microsecond); err != nil || !ok {
+		t.Fatalf("holder renew = %v, %v", ok, err)
+	}
 	got, err := st.TakeOverRetain(ctx, "b", op.ID, "retry", time.Minute)
 	if err != nil || got.ClaimedBy != "retry" {
 		t.Fatalf("take over a lapsed claim: %+v, %v", got, err)
