@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/memstream/memstream/internal/unionfind"
 	"github.com/memstream/memstream/simscale"
 	"github.com/memstream/memstream/store"
 )
@@ -28,24 +29,8 @@ const sharedCandidates = 3
 // per facts, so that calls stay full.
 func independentChains(facts []store.PendingFact, valid, qi []int, slots []string, lists []store.CandidateLists,
 	scale simscale.Scale, per int) [][]int {
-	parent := make([]int, len(valid))
-	for i := range parent {
-		parent[i] = i
-	}
-	var find func(int) int
-	find = func(i int) int {
-		for parent[i] != i {
-			parent[i] = parent[parent[i]]
-			i = parent[i]
-		}
-		return i
-	}
-	union := func(a, b int) {
-		ra, rb := find(a), find(b)
-		if ra != rb {
-			parent[max(ra, rb)] = min(ra, rb)
-		}
-	}
+	sets := unionfind.New(len(valid))
+	find, union := sets.Find, sets.Union
 	byObs := map[uuid.UUID]int{}
 	bySlot := map[string]int{}
 	vecs := make([][]float32, len(valid))

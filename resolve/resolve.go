@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/memstream/memstream/internal/unionfind"
 )
 
 // Candidate is an existing entity of the bank that a mention might refer to,
@@ -392,25 +394,8 @@ func GroupAliases(ms []Mention) [][]int {
 	for i, m := range ms {
 		ps[i] = parse(m.Name)
 	}
-	parent := make([]int, len(ms))
-	for i := range parent {
-		parent[i] = i
-	}
-	var find func(int) int
-	find = func(i int) int {
-		if parent[i] != i {
-			parent[i] = find(parent[i])
-		}
-		return parent[i]
-	}
-	union := func(i, j int) {
-		ri, rj := find(i), find(j)
-		if ri < rj {
-			parent[rj] = ri
-		} else if rj < ri {
-			parent[ri] = rj
-		}
-	}
+	sets := unionfind.New(len(ms))
+	find, union := sets.Find, sets.Union
 	compatible := func(i, j int) (bool, bool) {
 		ki, kj := normKind(ms[i].Kind), normKind(ms[j].Kind)
 		if ki != "" && kj != "" && ki != kj {
