@@ -170,6 +170,21 @@ func explainLinks(t *testing.T, s *Store, stmt string, args ...any) string {
 	return strings.Join(lines, "\n")
 }
 
+// linkOneEach stores one new fact in each bank of a crowdedStore, links
+// both, and checks that the small bank's fact found its three nearest.
+func linkOneEach(t *testing.T, s *Store, small []uuid.UUID) (newSmall, newBig uuid.UUID) {
+	t.Helper()
+	newSmall, newBig = linkFact(t, s, "small", "new-small", e0()), linkFact(t, s, "big", "new-big", e0())
+	n, err := s.LinkSemantic(context.Background(), []uuid.UUID{newSmall, newBig}, -1)
+	if err != nil || n != 6 {
+		t.Fatalf("links: %d, %v; want 3 for each fact", n, err)
+	}
+	if got, want := linksOf(t, s, newSmall), []uuid.UUID{small[4], small[3], small[2]}; !slices.Equal(got, want) {
+		t.Errorf("small bank's new fact linked to %v, want its three nearest %v", got, want)
+	}
+	return newSmall, newBig
+}
+
 // TestSemanticLinksReadSmallBankExactly checks that a new fact of a small
 // bank is linked to its nearest facts although the table's HNSW scan,
 // crowded with another bank's, gives up before meeting them, and that a
@@ -178,14 +193,7 @@ func TestSemanticLinksReadSmallBankExactly(t *testing.T) {
 	t.Parallel()
 	s, small := crowdedStore(t, "world")
 	ctx := context.Background()
-	newSmall, newBig := linkFact(t, s, "small", "new-small", e0()), linkFact(t, s, "big", "new-big", e0())
-	n, err := s.LinkSemantic(ctx, []uuid.UUID{newSmall, newBig}, -1)
-	if err != nil || n != 6 {
-		t.Fatalf("links: %d, %v; want 3 for each fact", n, err)
-	}
-	if got, want := linksOf(t, s, newSmall), []uuid.UUID{small[4], small[3], small[2]}; !slices.Equal(got, want) {
-		t.Errorf("small bank's new fact linked to %v, want its three nearest %v", got, want)
-	}
+	newSmall, newBig := linkOneEach(t, s, small)
 	if plan := explainLinks(t, s, qSemanticLinksExact, []uuid.UUID{newSmall}, -1, []string{}); hnswRan(plan) || !exactRan(plan) {
 		t.Errorf("small bank: not read exactly:\n%s", plan)
 	}
@@ -214,14 +222,7 @@ func TestSemanticLinksReadLargeBankThroughItsOwnIndex(t *testing.T) {
 	if _, err := s.pool.Exec(ctx, `ANALYZE memory_units`); err != nil {
 		t.Fatal(err)
 	}
-	newSmall, newBig := linkFact(t, s, "small", "new-small", e0()), linkFact(t, s, "big", "new-big", e0())
-	n, err := s.LinkSemantic(ctx, []uuid.UUID{newSmall, newBig}, -1)
-	if err != nil || n != 6 {
-		t.Fatalf("links: %d, %v; want 3 for each fact", n, err)
-	}
-	if got, want := linksOf(t, s, newSmall), []uuid.UUID{small[4], small[3], small[2]}; !slices.Equal(got, want) {
-		t.Errorf("small bank's new fact linked to %v, want its three nearest %v", got, want)
-	}
+	newSmall, newBig := linkOneEach(t, s, small)
 	var large []string
 	rows, err := s.pool.Query(ctx, qLinkLargeBanks, []uuid.UUID{newSmall, newBig}, linkExactMaxRows)
 	if err == nil {
