@@ -1,4 +1,4 @@
-package store_test
+package bench_test
 
 import (
 	"context"
