@@ -59,6 +59,11 @@ func BankIndexName(bank string) string {
 	return bankIndexPrefix + hex.EncodeToString(h[:8])
 }
 
+// bankIndexNameSQL is BankIndexName as an SQL expression over a text
+// column named bank_id, for statements that find a bank's index without a
+// round trip.
+const bankIndexNameSQL = `'` + bankIndexPrefix + `' || left(encode(sha256(convert_to(bank_id, 'UTF8')), 'hex'), 16)`
+
 // BankIndexPolicy says which banks get an HNSW index of their own: the
 // MaxIndexes largest banks with at least MinFacts facts, each holding at
 // most MaxShare of the table (a bank that is most of the table is served

@@ -152,3 +152,19 @@ func TestBankIndexPass(t *testing.T) {
 		t.Errorf("%d bank indexes left (%v)", left, err)
 	}
 }
+
+// The links statement finds a bank's own index by computing its name in
+// SQL; that name must be BankIndexName's for every bank id.
+func TestBankIndexNameSQLMatchesGo(t *testing.T) {
+	t.Parallel()
+	s := migratedInternal(t)
+	for _, bank := range []string{"big", "o'brien", "张伟", "a b\tc", ""} {
+		var got string
+		if err := s.pool.QueryRow(context.Background(), `SELECT `+bankIndexNameSQL+` FROM (SELECT $1::text AS bank_id) b`, bank).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if want := BankIndexName(bank); got != want {
+			t.Errorf("bank %q: SQL names %q, Go %q", bank, got, want)
+		}
+	}
+}

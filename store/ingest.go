@@ -202,10 +202,11 @@ const (
 	// with the bank a join column the planner can never match a bank's own
 	// partial index (docs/BENCHMARKS.md). With the bank a parameter of a
 	// custom plan (qLinkSearchSettings) it can.
+	// (bankIndexNameSQL's bank_id is b's: pg_index has none.)
 	qLinkLargeBanks = `SELECT b.bank_id FROM (SELECT DISTINCT u.bank_id FROM memory_units u
 			WHERE u.id = ANY($1::uuid[]) AND u.embedding IS NOT NULL) b
 		WHERE EXISTS (SELECT 1 FROM pg_index i
-				WHERE i.indexrelid = to_regclass('` + bankIndexPrefix + `' || left(encode(sha256(convert_to(b.bank_id, 'UTF8')), 'hex'), 16))
+				WHERE i.indexrelid = to_regclass(` + bankIndexNameSQL + `)
 				  AND i.indrelid = 'memory_units'::regclass AND i.indisvalid)
 			OR (SELECT count(*) FROM (SELECT 1 FROM memory_units m WHERE m.bank_id = b.bank_id
 				LIMIT $2::int + 1) x) > $2::int`
