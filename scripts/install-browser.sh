@@ -9,12 +9,6 @@ export DEBIAN_FRONTEND=noninteractive
 log() { printf 'install-browser: %s\n' "$*"; }
 die() { printf 'install-browser: ERROR: %s\n' "$*" >&2; exit 1; }
 
-SUDO=()
-if [ "$(id -u)" -ne 0 ]; then
-	command -v sudo >/dev/null || die "not root and sudo is missing; run this script as root or install chromium and fonts-wqy-microhei"
-	SUDO=(sudo)
-fi
-
 missing=()
 command -v chromium >/dev/null || missing+=(chromium)
 dpkg-query -W -f='${Status}' fonts-wqy-microhei 2>/dev/null | grep -q 'install ok installed' || missing+=(fonts-wqy-microhei)
@@ -22,6 +16,12 @@ if [ "${#missing[@]}" -eq 0 ]; then
 	exit 0
 fi
 command -v apt-get >/dev/null || die "apt-get not found: install Chromium (and a CJK font) by hand and put chromium on PATH"
+# Root is needed only when something is missing.
+SUDO=()
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null || die "not root and sudo is missing; run this script as root or install ${missing[*]}"
+	SUDO=(sudo)
+fi
 log "+ apt-get update -q"
 "${SUDO[@]}" apt-get update -q
 log "+ apt-get install -y -q --no-install-recommends ${missing[*]}"

@@ -25,13 +25,20 @@ export DEBIAN_FRONTEND=noninteractive
 log() { printf 'install-deps: %s\n' "$*"; }
 die() { printf 'install-deps: ERROR: %s\n' "$*" >&2; exit 1; }
 
+# Root is needed only to change the machine: a user without sudo on a
+# machine that has everything passes every check below and never gets here.
 SUDO=()
-if [ "$(id -u)" -ne 0 ]; then
-	command -v sudo >/dev/null || die "not root and sudo is missing; run this script as root"
+if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then
 	SUDO=(sudo)
 fi
 # Run a command as root, echoing it so the log shows what changed the machine.
-as_root() { log "+ $*"; "${SUDO[@]}" "$@"; }
+as_root() {
+	if [ "$(id -u)" -ne 0 ] && [ ${#SUDO[@]} -eq 0 ]; then
+		die "needs root to run: $* (not root and sudo is missing; run this script once as root)"
+	fi
+	log "+ $*"
+	"${SUDO[@]}" "$@"
+}
 
 command -v apt-get >/dev/null || die "apt-get not found: this script supports Debian and derivatives only; install PostgreSQL 15+, its server dev files, pg_trgm and pgvector by hand"
 
