@@ -20,19 +20,24 @@ import (
 // the recommended key, showing progress. A line that is not a JSON object
 // stops the run with its line number: better than dead-lettering a typo.
 func ProduceFile(ctx context.Context, cl *kgo.Client, file, topic, bank string, progress io.Writer) (int, error) {
-	var r io.Reader = os.Stdin
-	size := int64(-1)
-	if file != "-" {
-		f, err := os.Open(file)
-		if err != nil {
-			return 0, err
-		}
-		defer f.Close()
-		if st, err := f.Stat(); err == nil {
-			size = st.Size()
-		}
-		r = f
+	if file == "-" {
+		return ProduceReader(ctx, cl, os.Stdin, -1, file, topic, bank, progress)
 	}
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	size := int64(-1)
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	return ProduceReader(ctx, cl, f, size, file, topic, bank, progress)
+}
+
+// ProduceReader is ProduceFile over any reader of JSONL events: size (or
+// -1 when unknown) drives the progress bar, name labels errors.
+func ProduceReader(ctx context.Context, cl *kgo.Client, r io.Reader, size int64, name, topic, bank string, progress io.Writer) (int, error) {
 	bar := progressbar.NewOptions64(size, progressbar.OptionSetWriter(progress), progressbar.OptionShowBytes(true),
 		progressbar.OptionSetDescription("producing"), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(),
 		progressbar.OptionThrottle(100_000_000))
@@ -59,13 +64,13 @@ func ProduceFile(ctx context.Context, cl *kgo.Client, file, topic, bank string, 
 		}
 		var ev event.Event
 		if err := json.Unmarshal(raw, &ev); err != nil {
-			return n, fmt.Errorf("%s line %d: not a JSON event: %w", file, line, err)
+			return n, fmt.Errorf("%s line %d: not a JSON event: %w", name, line, err)
 		}
 		value := append([]byte(nil), raw...)
 		if bank != "" {
 			ev.BankID = bank
 			if value, _ = setBank(raw, bank); value == nil {
-				return n, fmt.Errorf("%s line %d: cannot set bank_id", file, line)
+				return n, fmt.Errorf("%s line %d: cannot set bank_id", name, line)
 			}
 		}
 		doc := ev.DocumentID
@@ -77,7 +82,7 @@ func ProduceFile(ctx context.Context, cl *kgo.Client, file, topic, bank string, 
 		n++
 	}
 	if err := sc.Err(); err != nil {
-		return n, fmt.Errorf("%s: %w", file, err)
+		return n, fmt.Errorf("%s: %w", name, err)
 	}
 	// Flush waits for every callback, so firstErr is final afterwards.
 	if err := cl.Flush(ctx); err != nil {

@@ -8,7 +8,9 @@ package demo
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,20 +39,57 @@ var questions = []struct{ bank, query string }{
 	{"support-team", "What is the refund window?"},
 }
 
+// chatLog is the built-in demo chat log (examples/chatlogs/demo.jsonl
+// links to it), so the binary runs the demo from any directory.
+//
+//go:embed demo.jsonl
+var chatLog []byte
+
+// BuiltIn names the built-in chat log in messages.
+const BuiltIn = "the built-in demo chat log"
+
 // Script is a loaded demo chat log.
 type Script struct {
-	file     string
+	file     string         // "" for the built-in chat log
 	expected map[string]int // events per bank
 }
 
 // Load reads the chat log's banks, so a missing or broken file fails
-// before anything is started.
+// before anything is started. An empty file name loads the built-in chat
+// log.
 func Load(file string) (*Script, error) {
-	expected, err := countEventsByBank(file)
+	var r io.Reader
+	if file == "" {
+		r = bytes.NewReader(chatLog)
+	} else {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, fmt.Errorf("demo data: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	sc := &Script{file: file}
+	expected, err := countEventsByBank(r, sc.name())
 	if err != nil {
 		return nil, err
 	}
-	return &Script{file: file, expected: expected}, nil
+	sc.expected = expected
+	return sc, nil
+}
+
+func (s *Script) name() string {
+	if s.file == "" {
+		return BuiltIn
+	}
+	return s.file
+}
+
+func (s *Script) produce(ctx context.Context, deps Deps) (int, error) {
+	if s.file == "" {
+		return broker.ProduceReader(ctx, deps.Producer, bytes.NewReader(chatLog), int64(len(chatLog)), BuiltIn, deps.Topic, "", deps.Progress)
+	}
+	return broker.ProduceFile(ctx, deps.Producer, s.file, deps.Topic, "", deps.Progress)
 }
 
 // Deps are the running memstream the script talks to.
@@ -67,8 +106,8 @@ type Deps struct {
 // Run produces the chat log, waits for ingestion and consolidation, and
 // prints what was recalled and learned to stdout.
 func (s *Script) Run(ctx context.Context, deps Deps, stdout io.Writer) error {
-	fmt.Fprintf(stdout, "== HTTP API on %s; producing %s to Kafka topic %s …\n", deps.API.Base(), s.file, deps.Topic)
-	n, err := broker.ProduceFile(ctx, deps.Producer, s.file, deps.Topic, "", deps.Progress)
+	fmt.Fprintf(stdout, "== HTTP API on %s; producing %s to Kafka topic %s …\n", deps.API.Base(), s.name(), deps.Topic)
+	n, err := s.produce(ctx, deps)
 	if err != nil {
 		return err
 	}
@@ -119,14 +158,9 @@ Press Ctrl-C to stop.
 }
 
 // countEventsByBank reads the bank of every event in a JSONL file.
-func countEventsByBank(file string) (map[string]int, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, fmt.Errorf("demo data: %w", err)
-	}
-	defer f.Close()
+func countEventsByBank(r io.Reader, name string) (map[string]int, error) {
 	out := map[string]int{}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
 	for sc.Scan() {
 		var ev struct {
@@ -136,7 +170,7 @@ func countEventsByBank(file string) (map[string]int, error) {
 			continue
 		}
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return nil, fmt.Errorf("demo data %s: %w", file, err)
+			return nil, fmt.Errorf("demo data %s: %w", name, err)
 		}
 		out[ev.BankID]++
 	}

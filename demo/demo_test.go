@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,8 +33,11 @@ func TestLoadCountsEventsPerBank(t *testing.T) {
 	}
 }
 
+// TestTheDemoShipsItsChatLog: the binary carries the chat log, so the
+// demo runs from any directory, and the copy under examples/ (a link to
+// it) is the same data.
 func TestTheDemoShipsItsChatLog(t *testing.T) {
-	s, err := Load("../examples/chatlogs/demo.jsonl")
+	s, err := Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,5 +45,15 @@ func TestTheDemoShipsItsChatLog(t *testing.T) {
 		if s.expected[q.bank] == 0 {
 			t.Errorf("question %q asks bank %s, which the demo chat log does not fill", q.query, q.bank)
 		}
+	}
+	if want := map[string]int{"alice": 14, "zhang-wei": 12, "support-team": 12}; !maps.Equal(s.expected, want) {
+		t.Errorf("built-in chat log has events per bank %v, want %v (examples/chatlogs/README.md)", s.expected, want)
+	}
+	ex, err := Load("../examples/chatlogs/demo.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(ex.expected, s.expected) {
+		t.Errorf("examples/chatlogs/demo.jsonl has %v, the built-in log %v", ex.expected, s.expected)
 	}
 }

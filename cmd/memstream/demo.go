@@ -15,7 +15,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.SetOutput(stderr)
 	path, sets := commonFlags(fs)
 	exit := fs.Bool("exit", false, "exit after printing the results instead of serving")
-	file := fs.String("file", "examples/chatlogs/demo.jsonl", "chat log to ingest")
+	file := fs.String("file", "", "chat log to ingest (JSONL events; default: the built-in demo chat log, the same as examples/chatlogs/demo.jsonl)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: memstream demo [--exit] [--config F]\n\nStarts embedded Kafka and PostgreSQL, ingests the demo chat log through Kafka,\nprints recall results, then keeps serving (unless --exit). Flags:")
 		fs.PrintDefaults()
