@@ -2,7 +2,7 @@
 // pg_trgm (STYLE.md §11: tests run against real PostgreSQL).
 //
 // By default it uses one managed server (package pgserver) per machine and
-// user, in /tmp/memstream-pgtest-<uid> on port 54339. The first test
+// user, in /tmp/memstream-pgtest-<uid> on Port() (54339 for root). The first test
 // process starts it and leaves it running, so later test processes, and
 // the test binaries that `go test` runs in parallel, reuse it. Set
 // MEMSTREAM_TEST_DATABASE_URL to use another server instead.
@@ -36,9 +36,20 @@ import (
 // database instead of the managed test server.
 const EnvURL = "MEMSTREAM_TEST_DATABASE_URL"
 
-// Port is the managed test server's port, apart from the embedded default
+// basePort is root's test server port, apart from the embedded default
 // (54329) so that tests never touch a developer's demo data.
-const Port = 54339
+const basePort = 54339
+
+// Port returns the managed test server's port for this user: each user has
+// their own server and data directory, so two users testing on one machine
+// must not race for one port.
+func Port() int {
+	uid := os.Getuid()
+	if uid <= 0 {
+		return basePort
+	}
+	return basePort + 1 + uid%4000
+}
 
 // startTimeout covers a first initdb on a slow machine.
 const startTimeout = 3 * time.Minute
@@ -86,7 +97,7 @@ func setup() (string, error) {
 	// pgserver.Start serialises concurrent starts of one data directory
 	// across processes with a flock on <dir>.lock, so test binaries that
 	// race here start the server once and the others reuse it.
-	srv, err := pgserver.Start(ctx, pgserver.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, pgserver.Config{DataDir: Dir(), Port: Port})
+	srv, err := pgserver.Start(ctx, pgserver.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, pgserver.Config{DataDir: Dir(), Port: Port()})
 	if err != nil {
 		return "", fmt.Errorf("start test server in %s: %w", Dir(), err)
 	}

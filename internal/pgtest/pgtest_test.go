@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"context"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -108,5 +109,21 @@ func TestSchema(t *testing.T) {
 	}
 	if len(schemas) != 2 || left != 0 {
 		t.Fatalf("schemas %v: %d left after the test ended, want all dropped", schemas, left)
+	}
+}
+
+// TestPortIsTheUsersOwn: root keeps the documented port; every other user
+// gets one of their own, never the embedded server's default, so two users'
+// test runs on one machine each start their own server.
+func TestPortIsTheUsersOwn(t *testing.T) {
+	p := Port()
+	if os.Getuid() == 0 && p != basePort {
+		t.Errorf("root's test port %d, want %d", p, basePort)
+	}
+	if os.Getuid() > 0 && p == basePort {
+		t.Errorf("uid %d got root's test port %d", os.Getuid(), p)
+	}
+	if p == 54329 || p < 1024 || p > 65535 {
+		t.Errorf("test port %d: want a free-standing port above 1024, not the embedded default 54329", p)
 	}
 }
