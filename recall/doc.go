@@ -24,8 +24,10 @@
 // A failed or slow arm degrades the answer instead of failing it; the trace
 // says which arm failed and why. The candidate lists are fused (reciprocal
 // rank fusion by default, or round-robin interleaving), hydrated in one
-// query, re-scored with similarity, recency, proof count and observation
-// trend, and cut to the caller's token budget, counted with the cl100k
+// query, re-scored from the fused rank and the similarity, weighed by
+// recency, with duplicates collapsed and the switchable ranking
+// heuristics applied (Request.Off; each is kept only while the held-out
+// ablation shows it helps), and cut to the caller's token budget, counted with the cl100k
 // tokenizer that the agent's model family uses.
 //
 // The arms' statements live in package store (store/recall.go), behind
