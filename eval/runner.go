@@ -65,7 +65,11 @@ type BenchmarkConfig struct {
 	// pending_consolidation to reach zero (default 10m);
 	// ConsolidationStall gives up earlier when the count does not move at
 	// all (default 30s), which is what happens when no worker consumes it.
-	IngestTimeout        time.Duration
+	IngestTimeout time.Duration
+	// Ingest is IngestKafka (default) or IngestRetain; RetainConcurrency
+	// is how many banks retain at once (default 8).
+	Ingest               string
+	RetainConcurrency    int
 	ConsolidationTimeout time.Duration
 	ConsolidationStall   time.Duration
 	// NoFiles skips writing report files (a test that needs the numbers
@@ -98,6 +102,12 @@ func (c BenchmarkConfig) WithDefaults() BenchmarkConfig {
 	if c.Out == nil {
 		c.Out = io.Discard
 	}
+	if c.Ingest == "" {
+		c.Ingest = IngestKafka
+	}
+	if c.RetainConcurrency <= 0 {
+		c.RetainConcurrency = 8
+	}
 	return c
 }
 
@@ -107,7 +117,9 @@ func (c BenchmarkConfig) validate(deps BenchmarkDeps) error {
 		return errors.New("eval: BenchmarkConfig.Dir is empty")
 	case c.Part != "" && c.Part != PartHeldOut && c.Part != PartTuning:
 		return fmt.Errorf("eval: BenchmarkConfig.Part %q is not %s or %s", c.Part, PartHeldOut, PartTuning)
-	case !c.SkipIngest && deps.Produce == nil:
+	case c.Ingest != IngestKafka && c.Ingest != IngestRetain:
+		return fmt.Errorf("eval: BenchmarkConfig.Ingest %q is not %s or %s", c.Ingest, IngestKafka, IngestRetain)
+	case !c.SkipIngest && c.Ingest == IngestKafka && deps.Produce == nil:
 		return errors.New("eval: BenchmarkDeps.Produce is nil and SkipIngest is not set")
 	case !c.NoBaselines && deps.Embedder == nil:
 		return errors.New("eval: BenchmarkDeps.Embedder is nil and NoBaselines is not set")
@@ -133,6 +145,10 @@ type Outcome struct {
 	MeasuredAt   string  `json:"measured_at"`
 	Banks        int     `json:"banks"`
 	DeadLetters  int64   `json:"dead_letters"`
+	// Ingest is how the events reached memstream (IngestKafka or
+	// IngestRetain); Facts how many facts the banks hold after it.
+	Ingest string `json:"ingest"`
+	Facts  int    `json:"facts"`
 }
 
 // PartOutcome is everything measured on one part of the dataset.
@@ -195,7 +211,7 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 		return nil, err
 	}
 	defer api.Close()
-	out := &Outcome{Manifest: d.Manifest, MeasuredAt: time.Now().UTC().Format(time.RFC3339)}
+	out := &Outcome{Manifest: d.Manifest, MeasuredAt: time.Now().UTC().Format(time.RFC3339), Ingest: cfg.Ingest}
 
 	expected := map[string]int{}
 	for _, e := range d.Events {
@@ -203,11 +219,17 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 	}
 	if !cfg.SkipIngest {
 		began := time.Now()
-		n, err := deps.Produce(ctx, eventsFile)
+		var n int
+		if cfg.Ingest == IngestRetain {
+			fmt.Fprintf(stdout, "== retaining %d events of %d banks over HTTP (%d banks at once) …\n", len(d.Events), len(expected), cfg.RetainConcurrency)
+			n, err = retainEvents(ctx, api, d.Events, cfg.RetainConcurrency)
+		} else {
+			n, err = deps.Produce(ctx, eventsFile)
+		}
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(stdout, "== produced %d events of %d banks; waiting until they are stored …\n", n, len(expected))
+		fmt.Fprintf(stdout, "== sent %d events of %d banks (%s); waiting until they are stored …\n", n, len(expected), cfg.Ingest)
 		if out.DeadLetters, err = waitIngested(ctx, api.Stats, expected, cfg.IngestTimeout); err != nil {
 			return nil, err
 		}
@@ -228,10 +250,12 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 		fmt.Fprintln(stdout, "== note: "+note)
 	}
 
-	stored, err := storedTurns(ctx, api, sortedBanks(expected))
+	stored, facts, err := storedTurns(ctx, api, sortedBanks(expected))
 	if err != nil {
 		return nil, err
 	}
+	out.Facts = facts
+	fmt.Fprintf(stdout, "== %d facts stored (ingest %s)\n", facts, cfg.Ingest)
 	present := map[string]bool{}
 	for _, q := range d.Questions {
 		present[q.Part] = true
@@ -428,6 +452,7 @@ func (o *Outcome) writeFiles(dir string) error {
 	m := o.Manifest
 	fmt.Fprintf(&md, "# memstream eval report\n\nDataset: %s seed %d, %d banks (%d delivered one event per message), %d sessions, %d events, %d turns, %d questions. Measured %s.\n\n",
 		m.Generator, m.Seed, m.Banks, m.PerMessageBanks, m.Sessions, m.Events, m.Turns, m.Questions, o.MeasuredAt)
+	fmt.Fprintf(&md, "Ingest: %s; %d facts stored.\n\n", o.Ingest, o.Facts)
 	md.WriteString(o.Markdown())
 	if err := os.WriteFile(filepath.Join(dir, ReportMD), []byte(md.String()), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", ReportMD, err)
@@ -458,10 +483,11 @@ func writeMisses(path string, misses []Miss) error {
 }
 
 // storedTurns pages through every bank's memories and collects the source
-// turn of each fact, for the evidence coverage.
-func storedTurns(ctx context.Context, c *APIRecaller, banks []string) (map[Evidence]bool, error) {
+// turn of each fact, for the evidence coverage, and counts the facts.
+func storedTurns(ctx context.Context, c *APIRecaller, banks []string) (map[Evidence]bool, int, error) {
 	const pageSize = 1000
 	out := map[Evidence]bool{}
+	facts := 0
 	for _, b := range banks {
 		for offset := 0; ; offset += pageSize {
 			var page struct {
@@ -473,8 +499,9 @@ func storedTurns(ctx context.Context, c *APIRecaller, banks []string) (map[Evide
 			}
 			path := fmt.Sprintf("%s/memories/list?limit=%d&offset=%d", bankPath(b), pageSize, offset)
 			if err := c.call(ctx, http.MethodGet, path, nil, &page); err != nil {
-				return nil, fmt.Errorf("eval: list memories of bank %s: %w", b, err)
+				return nil, 0, fmt.Errorf("eval: list memories of bank %s: %w", b, err)
 			}
+			facts += len(page.Items)
 			for _, it := range page.Items {
 				idx := TurnOf(it.Metadata)
 				if idx == UnknownTurn || it.DocumentID == "" {
@@ -487,7 +514,7 @@ func storedTurns(ctx context.Context, c *APIRecaller, banks []string) (map[Evide
 			}
 		}
 	}
-	return out, nil
+	return out, facts, nil
 }
 
 // BankStats is the part of GET …/stats the runner waits on.

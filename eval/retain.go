@@ -1,0 +1,169 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Ingest modes of a benchmark run: how the dataset's events reach
+// memstream.
+const (
+	// IngestKafka produces the events to memstream's Kafka topic
+	// (BenchmarkDeps.Produce).
+	IngestKafka = "kafka"
+	// IngestRetain sends them to the HTTP retain route, the way a
+	// Hindsight client user feeds memstream: one retain per session or
+	// per message, the conversation as a plain-text transcript.
+	IngestRetain = "retain"
+)
+
+// RetainContext is the context every retained item carries: a generic
+// description of what the content is, as a Hindsight user would write it.
+const RetainContext = "chat conversation"
+
+// RetainItem is one item of a retain request body.
+type RetainItem struct {
+	Content    string            `json:"content"`
+	Context    string            `json:"context,omitempty"`
+	Timestamp  string            `json:"timestamp,omitempty"`
+	DocumentID string            `json:"document_id,omitempty"`
+	Metadata   map[string]string `json:"metadata,omitempty"`
+	Tags       []string          `json:"tags,omitempty"`
+}
+
+// TranscriptLine is how a message is written in a retained transcript:
+// "Name (role): text", which event.ParseTranscript reads back into a
+// message with its speaker and role; without a name, "role: text".
+func TranscriptLine(m Message) string {
+	text := strings.TrimSpace(m.Content)
+	if m.Name == "" {
+		return m.Role + ": " + text
+	}
+	return fmt.Sprintf("%s (%s): %s", m.Name, m.Role, text)
+}
+
+// RetainItemOf is the retain item a Hindsight user would send for one
+// event: its messages as transcript lines, the time of its first message
+// (a session's start, or the one message's own time), the session as the
+// document, and the event's metadata and tags. The metadata carries the
+// turn offset of a per-message event, which is what lets a stored fact be
+// traced to its turn.
+func RetainItemOf(e Event) RetainItem {
+	lines := make([]string, len(e.Messages))
+	for i, m := range e.Messages {
+		lines[i] = TranscriptLine(m)
+	}
+	it := RetainItem{Content: strings.Join(lines, "\n"), Context: RetainContext, DocumentID: e.DocumentID, Metadata: e.Metadata, Tags: e.Tags}
+	if len(e.Messages) > 0 && !e.Messages[0].Timestamp.IsZero() {
+		it.Timestamp = e.Messages[0].Timestamp.UTC().Format(time.RFC3339)
+	}
+	return it
+}
+
+// retainEvents sends every event as one synchronous retain call. A bank's
+// events go one after another, in file order, so a conversation arrives
+// in the order it was held; up to conc banks are in flight at once.
+func retainEvents(ctx context.Context, api *APIRecaller, events []Event, conc int) (int, error) {
+	var order []string
+	byBank := map[string][]Event{}
+	for _, e := range events {
+		if _, ok := byBank[e.BankID]; !ok {
+			order = append(order, e.BankID)
+		}
+		byBank[e.BankID] = append(byBank[e.BankID], e)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		sent  int
+		first error
+		wg    sync.WaitGroup
+	)
+	banks := make(chan string)
+	for range max(conc, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range banks {
+				for _, e := range byBank[b] {
+					err := retainOne(ctx, api, e)
+					mu.Lock()
+					if err != nil && first == nil {
+						first = fmt.Errorf("eval: retain event %s: %w", e.EventID, err)
+						cancel()
+					}
+					if err == nil {
+						sent++
+					}
+					mu.Unlock()
+					if err != nil {
+						break
+					}
+				}
+			}
+		}()
+	}
+	for _, b := range order {
+		select {
+		case banks <- b:
+		case <-ctx.Done():
+		}
+	}
+	close(banks)
+	wg.Wait()
+	return sent, first
+}
+
+// retainOne sends one event as a synchronous retain. Still pending at
+// http.retain_wait (202) or dead-lettered (422 dead_lettered) is not an
+// error: the wait on the bank stats that follows counts both.
+func retainOne(ctx context.Context, api *APIRecaller, e Event) error {
+	body, err := json.Marshal(map[string]any{"items": []RetainItem{RetainItemOf(e)}, "async": false})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, api.cfg.BaseURL+bankPath(e.BankID)+"/memories", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if api.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+api.cfg.Token)
+	}
+	resp, err := api.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("read response: %w", err)
+	}
+	switch resp.StatusCode {
+	case http.StatusOK, http.StatusAccepted:
+		return nil
+	case http.StatusUnprocessableEntity:
+		var out struct {
+			Status string `json:"status"`
+		}
+		if json.Unmarshal(raw, &out) == nil && out.Status == "dead_lettered" {
+			return nil
+		}
+	}
+	return fmt.Errorf("HTTP %d: %s", resp.StatusCode, clipBytes(raw, 300))
+}
+
+func clipBytes(b []byte, n int) string {
+	if len(b) > n {
+		b = b[:n]
+	}
+	return string(b)
+}
