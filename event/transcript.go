@@ -13,7 +13,11 @@ var transcriptLine = regexp.MustCompile(`^\s*(?:\[?(\d{4}-\d{2}-\d{2}[T ]\d{1,2}
 	`(?:([^():\n]{1,64}?)\s*\(\s*(user|assistant|system|tool)\s*\)|(?i:(user|assistant|system|tool)))\s*:\s?(.*)$`)
 
 // minTranscriptLines is the fewest speaker lines that make a text a
-// transcript: one line of "Name (role): …" may just be a sentence.
+// transcript: one bare "User: …" line may just be a sentence. A single
+// line naming its speaker with a role in parentheses ("Ana (assistant):
+// …") is one message of a conversation, which is how a client that
+// retains message by message writes it; taking it as a user's text would
+// lose its role and keep the speaker label inside the text.
 const minTranscriptLines = 2
 
 // ParseTranscript reads content that is a chat transcript — lines of
@@ -26,7 +30,7 @@ const minTranscriptLines = 2
 // or text before the first one. Timestamps without a zone are UTC.
 func ParseTranscript(content string) ([]Message, bool) {
 	var out []Message
-	speakers := 0
+	speakers, named := 0, false
 	for _, line := range strings.Split(strings.ReplaceAll(content, "\r\n", "\n"), "\n") {
 		m := transcriptLine.FindStringSubmatch(line)
 		if m == nil {
@@ -40,6 +44,7 @@ func ParseTranscript(content string) ([]Message, bool) {
 			continue
 		}
 		speakers++
+		named = named || m[3] != ""
 		msg := Message{Name: strings.TrimSpace(m[2]), Role: strings.ToLower(m[3] + m[4]), Content: strings.TrimSpace(m[5])}
 		if m[1] != "" {
 			if t, ok := parseTranscriptTime(m[1]); ok {
@@ -48,7 +53,7 @@ func ParseTranscript(content string) ([]Message, bool) {
 		}
 		out = append(out, msg)
 	}
-	if speakers < minTranscriptLines {
+	if speakers < minTranscriptLines && !(speakers == 1 && named) {
 		return nil, false
 	}
 	kept := out[:0]

@@ -24,10 +24,16 @@ func TestParseTranscript(t *testing.T) {
 		"Note (draft): one line that only looks like a speaker line.",
 		"Some preamble first\nAna (user): hi\nBot (assistant): hello",
 		"Ana (manager): not a role\nBob (boss): neither",
+		"User: one bare line",
 	} {
 		if m, ok := ParseTranscript(not); ok {
 			t.Errorf("ParseTranscript(%q) = %+v, want not a transcript", not, m)
 		}
+	}
+	// One message retained on its own keeps its speaker and role.
+	if m, ok := ParseTranscript("Sommelier Bot (assistant): Go for a Syrah.\nIt stands up to lamb."); !ok || len(m) != 1 ||
+		m[0] != (Message{Role: "assistant", Name: "Sommelier Bot", Content: "Go for a Syrah.\nIt stands up to lamb."}) {
+		t.Errorf("one named line: %+v %v", m, ok)
 	}
 	if m, ok := ParseTranscript("2025-03-01T10:00:00+02:00 Li (user): 你好\n2025-03-01T10:00:05+02:00 Bot (assistant): 你好！"); !ok || m[0].Timestamp != "2025-03-01T08:00:00Z" || m[1].Name != "Bot" {
 		t.Errorf("zoned timestamps: %+v %v", m, ok)
