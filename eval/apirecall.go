@@ -186,15 +186,16 @@ func (r *APIRecaller) Recall(ctx context.Context, bankID, query string, queryTim
 
 func bankPath(bankID string) string { return "/v1/default/banks/" + url.PathEscape(bankID) }
 
-// call sends one API request and decodes a 200 answer into out.
-func (r *APIRecaller) call(ctx context.Context, method, path string, body []byte, out any) error {
+// send sends one API request and returns the status and body of the
+// answer, whatever the status; call and retainOne decide what it means.
+func (r *APIRecaller) send(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, r.cfg.BaseURL+path, rd)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -204,19 +205,28 @@ func (r *APIRecaller) call(ctx context.Context, method, path string, body []byte
 	}
 	resp, err := r.http.Do(req)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return fmt.Errorf("read response: %w", err)
+		return resp.StatusCode, nil, fmt.Errorf("read response: %w", err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	return resp.StatusCode, raw, nil
+}
+
+// call sends one API request and decodes a 200 answer into out.
+func (r *APIRecaller) call(ctx context.Context, method, path string, body []byte, out any) error {
+	status, raw, err := r.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK {
 		var e apiError
 		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
-			return fmt.Errorf("HTTP %d %s: %s", resp.StatusCode, e.Error.Code, e.Error.Message)
+			return fmt.Errorf("HTTP %d %s: %s", status, e.Error.Code, e.Error.Message)
 		}
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
+		return fmt.Errorf("HTTP %d", status)
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("decode response: %w", err)

@@ -1,11 +1,9 @@
 package eval
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -130,24 +128,11 @@ func retainOne(ctx context.Context, api *APIRecaller, e Event) error {
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, api.cfg.BaseURL+bankPath(e.BankID)+"/memories", bytes.NewReader(body))
+	status, raw, err := api.send(ctx, http.MethodPost, bankPath(e.BankID)+"/memories", body)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if api.cfg.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+api.cfg.Token)
-	}
-	resp, err := api.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("read response: %w", err)
-	}
-	switch resp.StatusCode {
+	switch status {
 	case http.StatusOK, http.StatusAccepted:
 		return nil
 	case http.StatusUnprocessableEntity:
@@ -158,7 +143,7 @@ func retainOne(ctx context.Context, api *APIRecaller, e Event) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("HTTP %d: %s", resp.StatusCode, clipBytes(raw, 300))
+	return fmt.Errorf("HTTP %d: %s", status, clipBytes(raw, 300))
 }
 
 func clipBytes(b []byte, n int) string {
