@@ -28,7 +28,11 @@ const RetainContext = "chat conversation"
 
 // RetainItem is one item of a retain request body.
 type RetainItem struct {
-	Content    string            `json:"content"`
+	Content string `json:"content"`
+	// EventID is memstream's idempotency key of the item: the event's own
+	// id, so a retried retain stores nothing twice, as a replayed Kafka
+	// record does not.
+	EventID    string            `json:"event_id,omitempty"`
 	Context    string            `json:"context,omitempty"`
 	Timestamp  string            `json:"timestamp,omitempty"`
 	DocumentID string            `json:"document_id,omitempty"`
@@ -50,7 +54,8 @@ func TranscriptLine(m Message) string {
 // RetainItemOf is the retain item a Hindsight user would send for one
 // event: its messages as transcript lines, the time of its first message
 // (a session's start, or the one message's own time), the session as the
-// document, and the event's metadata and tags. The metadata carries the
+// document, the event's id as the item's event_id, and the event's
+// metadata and tags. The metadata carries the
 // turn offset of a per-message event, which is what lets a stored fact be
 // traced to its turn.
 func RetainItemOf(e Event) RetainItem {
@@ -58,7 +63,7 @@ func RetainItemOf(e Event) RetainItem {
 	for i, m := range e.Messages {
 		lines[i] = TranscriptLine(m)
 	}
-	it := RetainItem{Content: strings.Join(lines, "\n"), Context: RetainContext, DocumentID: e.DocumentID, Metadata: e.Metadata, Tags: e.Tags}
+	it := RetainItem{Content: strings.Join(lines, "\n"), EventID: e.EventID, Context: RetainContext, DocumentID: e.DocumentID, Metadata: e.Metadata, Tags: e.Tags}
 	if len(e.Messages) > 0 && !e.Messages[0].Timestamp.IsZero() {
 		it.Timestamp = e.Messages[0].Timestamp.UTC().Format(time.RFC3339)
 	}

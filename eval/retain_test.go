@@ -19,7 +19,7 @@ func TestRetainItemOfSession(t *testing.T) {
 	if it.Content != want {
 		t.Fatalf("content\n%q\nwant\n%q", it.Content, want)
 	}
-	if it.Timestamp != "2025-02-10T18:21:00Z" || it.DocumentID != "b-s00" || it.Context != RetainContext || len(it.Tags) != 1 {
+	if it.Timestamp != "2025-02-10T18:21:00Z" || it.EventID != "eval:b-s00" || it.DocumentID != "b-s00" || it.Context != RetainContext || len(it.Tags) != 1 {
 		t.Fatalf("item %+v", it)
 	}
 	// What the retain route makes of it: the same speakers, roles and
