@@ -30,7 +30,7 @@ type LLMRequest struct {
 	EndedAt   time.Time
 	// InputTokens … TotalTokens are the provider's usage report.
 	InputTokens, OutputTokens, CachedTokens, ThoughtsTokens, TotalTokens int
-	Error                                                              string
+	Error                                                                string
 	// LLMInfo holds what describes the call (finish reason, HTTP status);
 	// Metadata what it was for (document, memories). Both JSON objects.
 	LLMInfo  json.RawMessage
