@@ -1,0 +1,249 @@
+package llmtrace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memstream/memstream/internal/lifetime"
+	"github.com/memstream/memstream/store"
+)
+
+// Writer is the part of the store the recorder writes through
+// (store.Store has it).
+type Writer interface {
+	AddLLMRequests(ctx context.Context, rs []store.LLMRequest) error
+	PruneLLMRequests(ctx context.Context, before time.Time, banks []string, keep int) (int64, error)
+}
+
+// Config bounds the recorder. Retention and MaxPerBank mirror
+// llm.trace_retention and llm.trace_max_per_bank.
+type Config struct {
+	// Provider labels every row (llm.provider, "openai").
+	Provider string
+	// Model labels a row whose answer names none (a failed request):
+	// every client of the endpoint calls the configured llm.model.
+	Model string
+	// Retention is how long a row is kept.
+	Retention time.Duration
+	// MaxPerBank is how many of its newest rows a bank keeps.
+	MaxPerBank int
+	// Buffer is how many rows may wait to be written; more are dropped
+	// (counted). Default 4096.
+	Buffer int
+	// BatchSize is the most rows one write carries. Default 256.
+	BatchSize int
+	// FlushInterval is the longest a row waits in the buffer. Default 500ms.
+	FlushInterval time.Duration
+	// PruneInterval is how often the table is pruned. Default 1m.
+	PruneInterval time.Duration
+	// WriteTimeout bounds one write, and the last one at Stop. Default 5s.
+	WriteTimeout time.Duration
+}
+
+// WithDefaults fills unset fields.
+func (c Config) WithDefaults() Config {
+	if c.Buffer == 0 {
+		c.Buffer = 4096
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 256
+	}
+	if c.FlushInterval == 0 {
+		c.FlushInterval = 500 * time.Millisecond
+	}
+	if c.PruneInterval == 0 {
+		c.PruneInterval = time.Minute
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 5 * time.Second
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Retention <= 0:
+		return fmt.Errorf("llm.trace_retention: must be positive, got %s", c.Retention)
+	case c.MaxPerBank < 1:
+		return fmt.Errorf("llm.trace_max_per_bank: must be at least 1, got %d", c.MaxPerBank)
+	case c.Buffer < 1 || c.BatchSize < 1:
+		return fmt.Errorf("llmtrace: buffer (%d) and batch size (%d) must be positive", c.Buffer, c.BatchSize)
+	case c.FlushInterval <= 0 || c.PruneInterval <= 0 || c.WriteTimeout <= 0:
+		return errors.New("llmtrace: flush interval, prune interval and write timeout must be positive")
+	}
+	return nil
+}
+
+// Deps are a Recorder's collaborators. Registerer and Logger may be nil.
+type Deps struct {
+	Store      Writer
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+}
+
+// Recorder buffers recorded requests and writes them in batches. A nil
+// *Recorder records nothing: Transport returns its base unchanged.
+type Recorder struct {
+	st   Writer
+	cfg  Config
+	log  *slog.Logger
+	life lifetime.Stopper
+	ch   chan pending
+
+	written, pruned prometheus.Counter
+	dropped         *prometheus.CounterVec
+
+	warnMu   sync.Mutex
+	lastWarn time.Time
+	held     int
+}
+
+// New checks cfg and registers the metrics.
+func New(deps Deps, cfg Config) (*Recorder, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if deps.Store == nil {
+		return nil, errors.New("llmtrace: no store")
+	}
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Recorder{st: deps.Store, cfg: cfg, log: log, ch: make(chan pending, cfg.Buffer),
+		written: prometheus.NewCounter(prometheus.CounterOpts{Name: "memstream_llm_trace_written_total",
+			Help: "LLM requests recorded in llm_requests (GET …/llm-requests)."}),
+		pruned: prometheus.NewCounter(prometheus.CounterOpts{Name: "memstream_llm_trace_pruned_total",
+			Help: "llm_requests rows deleted by llm.trace_retention and llm.trace_max_per_bank."}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memstream_llm_trace_dropped_total",
+			Help: "LLM requests not recorded, by reason (buffer_full, write_failed); the calls themselves went on."}, []string{"reason"}),
+	}
+	if deps.Registerer != nil {
+		for _, c := range []prometheus.Collector{r.written, r.pruned, r.dropped} {
+			if err := deps.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("llmtrace: register metrics: %w", err)
+			}
+		}
+	}
+	return r, nil
+}
+
+// record queues one finished request; it never blocks the call.
+func (r *Recorder) record(p pending) {
+	select {
+	case r.ch <- p:
+	default:
+		r.drop("buffer_full", 1, nil)
+	}
+}
+
+// drop counts lost rows and logs at most once a minute, with the count
+// held back since the last line.
+func (r *Recorder) drop(reason string, n int, err error) {
+	r.dropped.WithLabelValues(reason).Add(float64(n))
+	r.warnMu.Lock()
+	defer r.warnMu.Unlock()
+	r.held += n
+	if now := time.Now(); r.lastWarn.IsZero() || now.Sub(r.lastWarn) >= time.Minute {
+		r.lastWarn = now
+		r.log.Warn("llm requests not recorded", slog.String("reason", reason), slog.Int("requests_since_last_report", r.held), slog.Any("error", err))
+		r.held = 0
+	}
+}
+
+// Run writes buffered rows every FlushInterval (or at once when a batch
+// is full) and prunes every PruneInterval, starting now, until ctx ends
+// or Stop; then it writes what is still buffered, within WriteTimeout.
+func (r *Recorder) Run(ctx context.Context) error {
+	ctx, end, ok := r.life.Begin(ctx)
+	defer end()
+	if !ok {
+		return nil
+	}
+	flush := time.NewTicker(r.cfg.FlushInterval)
+	defer flush.Stop()
+	prune := time.NewTicker(r.cfg.PruneInterval)
+	defer prune.Stop()
+	batch := make([]store.LLMRequest, 0, r.cfg.BatchSize)
+	touched := map[string]bool{}
+	write := func(ctx context.Context) {
+		if len(batch) == 0 {
+			return
+		}
+		wctx, cancel := context.WithTimeout(ctx, r.cfg.WriteTimeout)
+		defer cancel()
+		if err := r.st.AddLLMRequests(wctx, batch); err != nil {
+			r.drop("write_failed", len(batch), err)
+		} else {
+			r.written.Add(float64(len(batch)))
+			for _, q := range batch {
+				touched[q.BankID] = true
+			}
+		}
+		batch = batch[:0]
+	}
+	r.prune(ctx, touched)
+	for {
+		select {
+		case p := <-r.ch:
+			batch = append(batch, r.row(p))
+			if len(batch) >= r.cfg.BatchSize {
+				write(ctx)
+			}
+		case <-flush.C:
+			write(ctx)
+		case <-prune.C:
+			r.prune(ctx, touched)
+		case <-ctx.Done():
+			// The calls are over (the API, pipeline and worker stop
+			// first): write what they left, on a context of its own.
+			last, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.WriteTimeout)
+			defer cancel()
+		drain:
+			for {
+				select {
+				case p := <-r.ch:
+					batch = append(batch, r.row(p))
+					if len(batch) >= r.cfg.BatchSize {
+						write(last)
+					}
+				default:
+					break drain
+				}
+			}
+			write(last)
+			return nil
+		}
+	}
+}
+
+// prune deletes rows past the retention, and the banks written to since
+// the last prune down to their cap (a bank nobody wrote to has not grown).
+func (r *Recorder) prune(ctx context.Context, touched map[string]bool) {
+	banks := make([]string, 0, len(touched))
+	for b := range touched {
+		banks = append(banks, b)
+	}
+	pctx, cancel := context.WithTimeout(ctx, r.cfg.PruneInterval)
+	defer cancel()
+	n, err := r.st.PruneLLMRequests(pctx, time.Now().Add(-r.cfg.Retention), banks, r.cfg.MaxPerBank)
+	r.pruned.Add(float64(n))
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("prune llm requests", slog.Any("error", err))
+		}
+		return
+	}
+	clear(touched)
+}
+
+// Stop ends Run, which writes what is buffered, and returns once it has
+// or when ctx ends.
+func (r *Recorder) Stop(ctx context.Context) error { return r.life.Stop(ctx) }
