@@ -98,6 +98,10 @@ type Input struct {
 	// Context and Tags are copied onto every fact.
 	Context string
 	Tags    []string
+	// BankID and DocumentID say whose chunk it is, for the bank's LLM
+	// trace; they are never part of a prompt. An LLM extractor sends one
+	// bank's chunks per call.
+	BankID, DocumentID string
 }
 
 var (

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/memstream/memstream/extract"
+	"github.com/memstream/memstream/llmtrace"
 	"github.com/memstream/memstream/priority"
 )
 
@@ -120,6 +123,8 @@ type Deps struct {
 	// the endpoint (reflect, consolidation): each call holds one of its
 	// slots, live calls such as this extractor's before background ones.
 	Gate *priority.Gate
+	// Trace, when set, records every call in its bank's LLM trace.
+	Trace *llmtrace.Recorder
 }
 
 // New returns an Extractor for cfg after applying defaults.
@@ -140,9 +145,9 @@ func New(deps Deps, cfg Config) (*Extractor, error) {
 	// extractor does not reconnect on every request.
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = cfg.Concurrency
-	var rt http.RoundTripper = tr
+	rt := deps.Trace.Transport(tr)
 	if deps.Gate != nil {
-		rt = &priority.Transport{Gate: deps.Gate, Base: tr}
+		rt = &priority.Transport{Gate: deps.Gate, Base: rt}
 	}
 	oc.HTTPClient = &http.Client{Transport: rt}
 	m, err := newMetrics(reg)
@@ -176,28 +181,58 @@ func (e *Extractor) Close() { e.tr.CloseIdleConnections() }
 //     time, so only the chunk it cannot take fails;
 //   - when ctx ends Extract returns ctx.Err().
 func (e *Extractor) Extract(ctx context.Context, in []extract.Input) ([][]extract.Fact, error) {
-	out := make([][]extract.Fact, len(in))
+	// One call carries one bank's chunks: its request is recorded in that
+	// bank's LLM trace, and no prompt mixes two banks' content. The
+	// inputs are grouped by bank, in order, and the answers put back.
+	order := make([]int, len(in))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(in[a].BankID, in[b].BankID) })
+	sorted := make([]extract.Input, len(in))
+	for i, j := range order {
+		sorted[i] = in[j]
+	}
+	sout := make([][]extract.Fact, len(in))
 	errs := make([]error, len(in))
 	var wg sync.WaitGroup
-	for lo := 0; lo < len(in); lo += e.cfg.ChunksPerCall {
-		hi := min(lo+e.cfg.ChunksPerCall, len(in))
+	for lo := 0; lo < len(sorted); {
+		hi := lo + 1
+		for hi < len(sorted) && hi-lo < e.cfg.ChunksPerCall && sorted[hi].BankID == sorted[lo].BankID {
+			hi++
+		}
 		wg.Add(1)
-		go func() {
+		go func(lo, hi int) {
 			defer wg.Done()
-			e.extractInto(ctx, in[lo:hi], out[lo:hi], errs[lo:hi])
-		}()
+			e.extractInto(traceCall(ctx, sorted[lo:hi]), sorted[lo:hi], sout[lo:hi], errs[lo:hi])
+		}(lo, hi)
+		lo = hi
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	out := make([][]extract.Fact, len(in))
 	be := extract.NewBatchError()
-	for i, err := range errs {
-		if err != nil {
-			be.Failed(i, err)
+	for i, j := range order {
+		out[j] = sout[i]
+		if errs[i] != nil {
+			be.Failed(j, errs[i])
 		}
 	}
 	return out, be.OrNil()
+}
+
+// traceCall binds the bank of one call's inputs (all the same) to ctx for
+// its LLM trace, with their document when they share one.
+func traceCall(ctx context.Context, in []extract.Input) context.Context {
+	ctx = llmtrace.WithScope(llmtrace.Start(ctx, in[0].BankID, "retain"), "retain_extract_facts")
+	for _, x := range in[1:] {
+		if x.DocumentID != in[0].DocumentID {
+			return ctx
+		}
+	}
+	return llmtrace.WithDocument(ctx, in[0].DocumentID)
 }
 
 // extractInto extracts one call's inputs into out, or sets errs for the
@@ -466,9 +501,14 @@ func outcome(err error) string {
 
 // Check returns a probe of an OpenAI-compatible endpoint (its model
 // list), for the API's /health/llm: whether the configured LLM answers.
-func Check(baseURL, apiKey string) func(context.Context) error {
+// The probe goes through rt (nil: http.DefaultTransport), so a recorder's
+// transport records it in the bank's LLM trace.
+func Check(baseURL, apiKey string, rt http.RoundTripper) func(context.Context) error {
 	oc := openai.DefaultConfig(apiKey)
 	oc.BaseURL = baseURL
+	if rt != nil {
+		oc.HTTPClient = &http.Client{Transport: rt}
+	}
 	cl := openai.NewClientWithConfig(oc)
 	return func(ctx context.Context) error {
 		_, err := cl.ListModels(ctx)

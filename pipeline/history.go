@@ -90,7 +90,8 @@ func (p *Pipeline) inputs(ctx context.Context, batch []*item) []extract.Input {
 		k := key(it)
 		prev := prior[k]
 		for _, c := range it.chunks {
-			out = append(out, extract.Input{Parts: c.Parts, History: prev, Context: it.ev.Context, Tags: it.ev.Tags})
+			out = append(out, extract.Input{Parts: c.Parts, History: prev, Context: it.ev.Context, Tags: it.ev.Tags,
+				BankID: it.ev.BankID, DocumentID: it.ev.DocumentID})
 			prev = tailParts(prev, c.Parts)
 		}
 		prior[k] = prev
