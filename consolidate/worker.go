@@ -21,6 +21,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/memstream/memstream/internal/lifetime"
+	"github.com/memstream/memstream/llmtrace"
 	"github.com/memstream/memstream/priority"
 	"github.com/memstream/memstream/simscale"
 	"github.com/memstream/memstream/store"
@@ -692,6 +693,8 @@ const candidateSlack = 4
 // each group seeing what the groups before it decided (the view).
 func (w *Worker) consolidate(ctx context.Context, bankID string, facts []store.PendingFact, trend func([]time.Time) string,
 	scale simscale.Scale) (store.ApplyOutcome, error) {
+	// The adjudication calls of one batch are one run of the bank's LLM trace.
+	ctx = llmtrace.Start(ctx, bankID, "consolidation")
 	start := time.Now()
 	now := w.now()
 	ids := make([]uuid.UUID, len(facts))

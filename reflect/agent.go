@@ -11,6 +11,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/memstream/memstream/llmtrace"
 	"github.com/memstream/memstream/tokens"
 )
 
@@ -232,7 +233,7 @@ func (s *session) synthesise(ctx context.Context, deadline time.Time) (Response,
 	}
 	sctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	out, err := s.chat(sctx, openai.ChatCompletionRequest{Model: cfg.Model, Messages: msgs, MaxTokens: cfg.AnswerTokens, Temperature: cfg.Temperature})
+	out, err := s.chat(llmtrace.WithScope(sctx, "reflect_final"), openai.ChatCompletionRequest{Model: cfg.Model, Messages: msgs, MaxTokens: cfg.AnswerTokens, Temperature: cfg.Temperature})
 	if err == nil && len(out.Choices) > 0 && strings.TrimSpace(out.Choices[0].Message.Content) != "" {
 		text := out.Choices[0].Message.Content
 		return Response{Text: text, BasedOn: s.basedOn(text)}, nil

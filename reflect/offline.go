@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memstream/memstream/llmtrace"
 	"github.com/memstream/memstream/text"
 	"github.com/memstream/memstream/tokens"
 
@@ -302,7 +303,7 @@ func (s *session) structured(ctx context.Context, resp *Response) {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 2; attempt++ {
-		out, err := s.chat(ctx, openai.ChatCompletionRequest{Model: s.r.cfg.Model, Messages: msgs, MaxTokens: s.r.cfg.AnswerTokens,
+		out, err := s.chat(llmtrace.WithScope(ctx, "reflect_structured"), openai.ChatCompletionRequest{Model: s.r.cfg.Model, Messages: msgs, MaxTokens: s.r.cfg.AnswerTokens,
 			Temperature:    s.r.cfg.Temperature,
 			ResponseFormat: &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}})
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memstream/memstream/llmtrace"
 	"github.com/memstream/memstream/store"
 )
 
@@ -23,6 +24,8 @@ func (r *Reflector) Reflect(ctx context.Context, req Request) (Response, error) 
 	if r.deps.LLM != nil {
 		mode = "llm"
 	}
+	// Every model call of this answer is one run in the bank's LLM trace.
+	ctx = llmtrace.Start(ctx, req.BankID, "reflect")
 	resp, outcome, err := r.reflect(ctx, req, start)
 	if err != nil {
 		outcome = outcomeError
