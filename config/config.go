@@ -201,6 +201,12 @@ type LLM struct {
 	MaxRetries int `yaml:"max_retries"`
 	// ChunksPerCall is how many chunks one extraction call carries.
 	ChunksPerCall int `yaml:"chunks_per_call"`
+	// TraceRetention is how long a request to the LLM stays in its bank's
+	// trace (GET …/llm-requests); older rows are pruned every minute.
+	TraceRetention time.Duration `yaml:"trace_retention"`
+	// TraceMaxPerBank is how many of its newest LLM requests a bank's
+	// trace keeps; 0 turns the trace off.
+	TraceMaxPerBank int `yaml:"trace_max_per_bank"`
 }
 
 // Embed configures the embedding provider.
@@ -378,6 +384,9 @@ func Default() Config {
 			Timeout:       60 * time.Second,
 			MaxRetries:    4,
 			ChunksPerCall: 4,
+			// A week, so that the stats route's default 7d period is whole.
+			TraceRetention:  7 * 24 * time.Hour,
+			TraceMaxPerBank: 10000,
 		},
 		Embed: Embed{Provider: "local", Model: "text-embedding-3-small", Dim: LocalModelDim, BatchSize: 128, CacheSize: 50000,
 			QueryPrefix: PrefixAuto, DocumentPrefix: PrefixAuto},
@@ -560,6 +569,10 @@ func (c *Config) Validate() error {
 		add(fieldErr("llm.max_retries", "must not be negative"))
 	}
 	add(positive("llm.chunks_per_call", c.LLM.ChunksPerCall))
+	add(positiveDur("llm.trace_retention", c.LLM.TraceRetention))
+	if c.LLM.TraceMaxPerBank < 0 {
+		add(fieldErr("llm.trace_max_per_bank", "must not be negative (0 turns the trace off), got %d", c.LLM.TraceMaxPerBank))
+	}
 
 	switch c.Embed.Provider {
 	case "local", "hash":

@@ -55,6 +55,8 @@ func TestBadFiles(t *testing.T) {
 		"bad-dim.bad.yml":          "embed.dim",
 		"facts-cap.bad.yml":        "pipeline.max_facts_per_chunk",
 		"local-dim.bad.yml":        "embed.dim",
+		"trace-cap.bad.yml":        "llm.trace_max_per_bank",
+		"trace-retention.bad.yml":  "llm.trace_retention",
 	}
 	files, _ := filepath.Glob("testdata/*.bad.yml")
 	if len(files) != len(want) {
