@@ -159,6 +159,7 @@ type envOpts struct {
 	// listen on loopback, which it refuses); resolver resolves for it.
 	strictWebhooks bool
 	resolver       Resolver
+	checkLLM       LLMChecker
 }
 
 type env struct {
@@ -235,7 +236,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 		}}
 	}
 	d := Deps{Store: st, Recaller: rc, Publisher: pub, Gate: gate, Gatherer: reg, Registerer: reg,
-		Logger: slog.New(slog.DiscardHandler), Reflector: o.reflector, Refresher: o.refresher, Resolver: o.resolver}
+		Logger: slog.New(slog.DiscardHandler), Reflector: o.reflector, Refresher: o.refresher, Resolver: o.resolver, CheckLLM: o.checkLLM}
 	if o.listener {
 		d.Listener = st
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memstream/memstream/event"
+	"github.com/memstream/memstream/llmtrace"
 	"github.com/memstream/memstream/store"
 )
 
@@ -83,15 +84,6 @@ func (s *Server) documentTransferRetired(w http.ResponseWriter, r *http.Request)
 		"submit POST /v1/default/banks/{bank_id}/document-transfer/export (or …/transfer/export), poll the operation, then download its download_url."}
 }
 
-func (s *Server) llmTracesNotServed(w http.ResponseWriter, r *http.Request) error {
-	if _, err := s.bankID(r); err != nil {
-		return err
-	}
-	return &apiError{Status: http.StatusNotImplemented, Code: "not_implemented", Message: "memstream does not record LLM request traces " +
-		"per bank; LLM calls are counted in the memstream_llm_* and memstream_reflect_* metrics at /metrics, and reflect returns its own " +
-		"trace with include.tool_calls."}
-}
-
 // LLMChecker reports whether the configured LLM answers (nil: no LLM is
 // configured and the offline providers are in use).
 type LLMChecker func(ctx context.Context) error
@@ -101,12 +93,14 @@ func (s *Server) testBankLLM(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The probes are one run of the bank's LLM trace.
+	tctx := llmtrace.Start(r.Context(), bank, "health_check")
 	var ops []map[string]any
 	for _, op := range []string{"retain", "consolidation", "reflect"} {
 		entry := map[string]any{"operation": op, "ok": true, "status": "not_configured", "latency_ms": nil}
 		if s.d.CheckLLM != nil {
 			start := time.Now()
-			ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(tctx, 10*time.Second)
 			err := s.d.CheckLLM(ctx)
 			cancel()
 			entry["latency_ms"] = float64(time.Since(start).Microseconds()) / 1000

@@ -42,6 +42,9 @@ var queryParams = map[string][]string{
 	"search_knowledge_base":   {"q", "limit"},
 	"list_audit_logs":         {"action", "transport", "start_date", "end_date", "limit", "offset"},
 	"audit_log_stats":         {"action", "period"},
+	"list_llm_requests": {"status", "operation", "scope", "call_type", "provider", "trace_id", "document_id", "memory_id", "group",
+		"start_date", "end_date", "limit", "offset"},
+	"llm_request_stats": {"operation", "call_type", "period"},
 }
 
 // successStatus is the status of a successful answer where it is not 200.

@@ -101,6 +101,8 @@ type Store interface {
 	InvalidateMemory(ctx context.Context, bankID string, id uuid.UUID, reason string) (store.Memory, error)
 	LinksAmong(ctx context.Context, bankID string, ids []uuid.UUID) ([]store.Link, error)
 	ListAudit(ctx context.Context, bankID, action, transport string, start, end *time.Time, limit, offset int) ([]store.AuditEntry, int, error)
+	ListLLMRequests(ctx context.Context, bankID string, f store.LLMRequestFilter) ([]store.LLMRequest, int, error)
+	LLMRequestStats(ctx context.Context, bankID, operation, callType, trunc string, since time.Time) ([]store.LLMRequestBucket, error)
 	ListBankAliases(ctx context.Context, bankID string) ([]store.BankAlias, error)
 	ListBankSummaries(ctx context.Context, ids []string, all bool, q string, limit, offset int) ([]store.BankSummary, int, error)
 	ListChunks(ctx context.Context, bankID, docID string, limit, offset int) ([]store.Chunk, int, error)
@@ -852,8 +854,8 @@ func (s *Server) table() []route {
 		{"GET", b + "/audit-logs", "list_audit_logs", "read", "What was done to the bank through the API (query: action, transport, start_date, end_date, limit, offset).", s.listAuditLogs, ""},
 		{"GET", b + "/audit-logs/stats", "audit_log_stats", "read", "Audit log counts per time bucket and action (query: action, period).", s.auditLogStats, ""},
 		{"GET", b + "/audit-logs/{log_id}", "get_audit_log", "read", "One audit log entry.", s.getAuditLog, ""},
-		{"GET", b + "/llm-requests", "list_llm_requests", "read", "LLM request traces: not recorded by memstream (501).", s.llmTracesNotServed, ""},
-		{"GET", b + "/llm-requests/stats", "llm_request_stats", "read", "LLM request statistics: not recorded by memstream (501).", s.llmTracesNotServed, ""},
+		{"GET", b + "/llm-requests", "list_llm_requests", "read", "The requests memstream sent to the LLM for the bank, newest first (query: status, operation, scope, call_type, provider, trace_id, document_id, memory_id, group, start_date, end_date, limit, offset).", s.listLLMRequests, ""},
+		{"GET", b + "/llm-requests/stats", "llm_request_stats", "read", "LLM request counts by status and token sums per time bucket (query: operation, call_type, period).", s.llmRequestStats, ""},
 	}, s.inspectRoutes()...)
 }
 
