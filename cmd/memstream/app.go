@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/memstream/memstream/extract"
 	"github.com/memstream/memstream/internal/lifetime"
 	"github.com/memstream/memstream/llm"
+	"github.com/memstream/memstream/llmtrace"
 	"github.com/memstream/memstream/mcpserver"
 	"github.com/memstream/memstream/ops"
 	"github.com/memstream/memstream/pgserver"
@@ -60,7 +62,10 @@ type app struct {
 	runWorker bool
 	// bankIdx keeps the largest banks' own HNSW indexes (worker role).
 	bankIdx *bankindex.Maintainer
-	ops     *ops.Server
+	// trace records the LLM requests of every bank (nil: no LLM, or
+	// llm.trace_max_per_bank 0).
+	trace *llmtrace.Recorder
+	ops   *ops.Server
 	// apiAddr receives the bound HTTP address once listening.
 	apiAddr chan string
 }
@@ -246,13 +251,17 @@ func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometh
 	if err != nil {
 		return a, err
 	}
+	if a.trace, err = newLLMTrace(cfg, a.st, reg, log); err != nil {
+		return a, err
+	}
+	lp := llmPath{gate: llmGate, trace: a.trace}
 	policies, err := pipeline.NewCachedPolicies(pipeline.PolicyDeps{Loader: a.st}, pipeline.PolicyConfig{Base: basePolicy(cfg), TTL: 5 * time.Second})
 	if err != nil {
 		return a, err
 	}
 	var ex pipeline.Extractor
 	if rl.Ingest || rl.API {
-		if ex, err = newExtractor(cfg, llmGate, reg, log); err != nil {
+		if ex, err = newExtractor(cfg, lp, reg, log); err != nil {
 			return a, err
 		}
 	}
@@ -324,7 +333,7 @@ func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometh
 	// The worker role runs consolidation; the api role needs the same
 	// worker for on-demand mental-model refreshes.
 	if (rl.Worker && cfg.Consolidation.Enabled) || rl.API {
-		if a.worker, err = newConsolidationWorker(cfg, a.st, emb, scale, workerRC, llmGate, reg, log, nil); err != nil {
+		if a.worker, err = newConsolidationWorker(cfg, a.st, emb, scale, workerRC, lp, reg, log, nil); err != nil {
 			return a, err
 		}
 		a.runWorker = rl.Worker && cfg.Consolidation.Enabled
@@ -339,7 +348,7 @@ func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometh
 		}
 	}
 	if rl.API {
-		rf, err := newReflector(cfg, rc, a.st, tok, llmGate, reg, log)
+		rf, err := newReflector(cfg, rc, a.st, tok, lp, reg, log)
 		if err != nil {
 			return a, err
 		}
@@ -349,7 +358,7 @@ func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometh
 		}
 		var checkLLM recallapi.LLMChecker // /…/health/llm: does the configured LLM answer?
 		if cfg.LLM.Provider == "openai" {
-			checkLLM = llm.Check(cfg.LLM.BaseURL, cfg.LLM.APIKey)
+			checkLLM = llm.Check(cfg.LLM.BaseURL, cfg.LLM.APIKey, a.trace.Transport(nil))
 		}
 		ui, err := console.Handler()
 		if err != nil {
@@ -424,16 +433,44 @@ func newLLMGate(cfg config.Config, reg prometheus.Registerer) (*priority.Gate, e
 	return g, nil
 }
 
-// newReflector builds reflect with the configured LLM (its calls holding
-// slots of gate), or the offline extractive provider when none is
-// configured.
-func newReflector(cfg config.Config, rc *recall.Recaller, st *store.Store, tok *tokens.Counter, gate *priority.Gate, reg prometheus.Registerer, log *slog.Logger) (*reflect.Reflector, error) {
+// llmPath is how the clients of the configured LLM reach it: holding a
+// slot of the shared gate (nil: none), each request recorded in its
+// bank's trace (nil: not recorded).
+type llmPath struct {
+	gate  *priority.Gate
+	trace *llmtrace.Recorder
+}
+
+// client is an HTTP client on that path; nil when there is neither.
+func (p llmPath) client() *http.Client {
+	switch {
+	case p.gate != nil:
+		return p.gate.HTTPClient(p.trace.Transport(nil))
+	case p.trace != nil:
+		return &http.Client{Transport: p.trace.Transport(nil)}
+	}
+	return nil
+}
+
+// newLLMTrace is the recorder of every bank's LLM requests; nil without an
+// LLM or with llm.trace_max_per_bank 0.
+func newLLMTrace(cfg config.Config, st *store.Store, reg prometheus.Registerer, log *slog.Logger) (*llmtrace.Recorder, error) {
+	if cfg.LLM.Provider != "openai" || cfg.LLM.TraceMaxPerBank == 0 {
+		return nil, nil
+	}
+	return llmtrace.New(llmtrace.Deps{Store: st, Registerer: reg, Logger: log.With("component", "llmtrace")}, llmtrace.Config{
+		Provider: cfg.LLM.Provider, Model: cfg.LLM.Model, Retention: cfg.LLM.TraceRetention, MaxPerBank: cfg.LLM.TraceMaxPerBank})
+}
+
+// newReflector builds reflect with the configured LLM (its calls on lp),
+// or the offline extractive provider when none is configured.
+func newReflector(cfg config.Config, rc *recall.Recaller, st *store.Store, tok *tokens.Counter, lp llmPath, reg prometheus.Registerer, log *slog.Logger) (*reflect.Reflector, error) {
 	var llm reflect.ChatCompleter
 	if cfg.LLM.Provider == "openai" {
 		oc := openai.DefaultConfig(cfg.LLM.APIKey)
 		oc.BaseURL = cfg.LLM.BaseURL
-		if gate != nil {
-			oc.HTTPClient = gate.HTTPClient(nil)
+		if c := lp.client(); c != nil {
+			oc.HTTPClient = c
 		}
 		llm = openai.NewClientWithConfig(oc)
 	}
@@ -442,10 +479,10 @@ func newReflector(cfg config.Config, rc *recall.Recaller, st *store.Store, tok *
 			ContextTokens: cfg.Reflect.ContextTokens})
 }
 
-func newExtractor(cfg config.Config, gate *priority.Gate, reg prometheus.Registerer, log *slog.Logger) (pipeline.Extractor, error) {
+func newExtractor(cfg config.Config, lp llmPath, reg prometheus.Registerer, log *slog.Logger) (pipeline.Extractor, error) {
 	switch cfg.LLM.Provider {
 	case "openai":
-		ex, err := llm.New(llm.Deps{Registerer: reg, Logger: log.With("component", "llm"), Gate: gate}, llm.Config{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model,
+		ex, err := llm.New(llm.Deps{Registerer: reg, Logger: log.With("component", "llm"), Gate: lp.gate, Trace: lp.trace}, llm.Config{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model,
 			Concurrency: cfg.LLM.Concurrency, Timeout: cfg.LLM.Timeout, MaxRetries: cfg.LLM.MaxRetries,
 			ChunksPerCall: cfg.LLM.ChunksPerCall})
 		if err != nil {
@@ -524,6 +561,10 @@ func (a *app) run(ctx context.Context) error {
 	}
 	if a.bankIdx != nil {
 		g.Add(lifetime.Named("bank index maintainer", a.bankIdx.Run, runCtx), lifetime.Interrupt("bank index maintainer", a.bankIdx.Stop, sctxOf, a.log))
+	}
+	if a.trace != nil {
+		// After every caller of the LLM has stopped: it writes their last rows.
+		g.Add(lifetime.Named("llm trace", a.trace.Run, runCtx), lifetime.Interrupt("llm trace", a.trace.Stop, sctxOf, a.log))
 	}
 	if a.ops != nil {
 		g.Add(lifetime.Named("http", a.ops.Run, runCtx), lifetime.Interrupt("http", a.ops.Stop, sctxOf, a.log))

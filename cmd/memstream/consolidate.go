@@ -14,20 +14,16 @@ import (
 
 	"github.com/memstream/memstream/config"
 	"github.com/memstream/memstream/consolidate"
-	"github.com/memstream/memstream/priority"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/simscale"
 	"github.com/memstream/memstream/store"
 )
 
 // newAdjudicator picks the consolidation adjudicator for llm.provider;
-// its calls hold slots of gate (nil: no shared gate).
-func newAdjudicator(cfg config.Config, gate *priority.Gate) (consolidate.Adjudicator, error) {
+// its calls go on lp.
+func newAdjudicator(cfg config.Config, lp llmPath) (consolidate.Adjudicator, error) {
 	if cfg.LLM.Provider == "openai" {
-		var deps consolidate.OpenAIDeps
-		if gate != nil {
-			deps.HTTPClient = gate.HTTPClient(nil)
-		}
+		deps := consolidate.OpenAIDeps{HTTPClient: lp.client()}
 		a, err := consolidate.NewOpenAI(deps, consolidate.OpenAIConfig{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey,
 			Model: cfg.LLM.Model, Timeout: cfg.LLM.Timeout, Concurrency: cfg.Consolidation.AdjudicateConcurrency})
 		if err != nil {
@@ -41,11 +37,10 @@ func newAdjudicator(cfg config.Config, gate *priority.Gate) (consolidate.Adjudic
 // newConsolidationWorker builds the worker role from the configuration:
 // the same constructor serves `serve --roles worker` and the on-demand
 // `consolidate` command. rec ranks observations for mental models (nil: a
-// plain similarity query); gate is the shared LLM gate (nil: none); reg may
-// be nil.
+// plain similarity query); lp is how it reaches the LLM; reg may be nil.
 func newConsolidationWorker(cfg config.Config, st *store.Store, emb consolidate.Embedder, scale simscale.Scale, rec consolidate.ObservationRecaller,
-	gate *priority.Gate, reg prometheus.Registerer, log *slog.Logger, progress func(string, consolidate.Result)) (*consolidate.Worker, error) {
-	adj, err := newAdjudicator(cfg, gate)
+	lp llmPath, reg prometheus.Registerer, log *slog.Logger, progress func(string, consolidate.Result)) (*consolidate.Worker, error) {
+	adj, err := newAdjudicator(cfg, lp)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +102,7 @@ func cmdConsolidate(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	w, err := newConsolidationWorker(cfg, st, emb, scale, rec, nil, nil, log, progress)
+	w, err := newConsolidationWorker(cfg, st, emb, scale, rec, llmPath{}, nil, log, progress)
 	if err != nil {
 		return err
 	}
