@@ -31,7 +31,8 @@ type Config struct {
 	Model string
 	// Retention is how long a row is kept.
 	Retention time.Duration
-	// MaxPerBank is how many of its newest rows a bank keeps.
+	// MaxPerBank is how many of its newest rows a bank keeps; 0 turns
+	// recording off (New returns a nil Recorder).
 	MaxPerBank int
 	// Buffer is how many rows may wait to be written; more are dropped
 	// (counted). Default 4096.
@@ -70,8 +71,8 @@ func (c Config) validate() error {
 	switch {
 	case c.Retention <= 0:
 		return fmt.Errorf("llm.trace_retention: must be positive, got %s", c.Retention)
-	case c.MaxPerBank < 1:
-		return fmt.Errorf("llm.trace_max_per_bank: must be at least 1, got %d", c.MaxPerBank)
+	case c.MaxPerBank < 0:
+		return fmt.Errorf("llm.trace_max_per_bank: must not be negative, got %d", c.MaxPerBank)
 	case c.Buffer < 1 || c.BatchSize < 1:
 		return fmt.Errorf("llmtrace: buffer (%d) and batch size (%d) must be positive", c.Buffer, c.BatchSize)
 	case c.FlushInterval <= 0 || c.PruneInterval <= 0 || c.WriteTimeout <= 0:
@@ -104,11 +105,15 @@ type Recorder struct {
 	held     int
 }
 
-// New checks cfg and registers the metrics.
+// New checks cfg and registers the metrics; with cfg.MaxPerBank 0 it
+// returns a nil Recorder, which records nothing.
 func New(deps Deps, cfg Config) (*Recorder, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
+	}
+	if cfg.MaxPerBank == 0 {
+		return nil, nil
 	}
 	if deps.Store == nil {
 		return nil, errors.New("llmtrace: no store")

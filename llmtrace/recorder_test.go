@@ -238,13 +238,16 @@ func TestPrunesWrittenBanks(t *testing.T) {
 
 func TestConfig(t *testing.T) {
 	st := &fakeStore{}
-	for _, c := range []Config{{Retention: 0, MaxPerBank: 1}, {Retention: time.Hour, MaxPerBank: 0}} {
+	for _, c := range []Config{{Retention: 0, MaxPerBank: 1}, {Retention: time.Hour, MaxPerBank: -1}} {
 		if _, err := New(Deps{Store: st}, c); err == nil || !strings.Contains(err.Error(), "llm.trace_") {
 			t.Errorf("New(%+v) = %v; want an error naming the key", c, err)
 		}
 	}
-	var nilRec *Recorder
-	if nilRec.Transport(nil) != http.DefaultTransport {
+	off, err := New(Deps{Store: st}, Config{Retention: time.Hour})
+	if err != nil || off != nil {
+		t.Fatalf("MaxPerBank 0 gave %v, %v; want no recorder", off, err)
+	}
+	if off.Transport(nil) != http.DefaultTransport {
 		t.Error("a nil recorder must hand back its base")
 	}
 }

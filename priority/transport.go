@@ -62,7 +62,11 @@ func (b *releasingBody) Close() error {
 }
 
 // HTTPClient returns a client whose requests hold a slot of g each (a
-// Transport over base; nil base means http.DefaultTransport).
+// Transport over base; nil base means http.DefaultTransport). A nil g
+// holds no slots: the client sends through base alone.
 func (g *Gate) HTTPClient(base http.RoundTripper) *http.Client {
+	if g == nil {
+		return &http.Client{Transport: base}
+	}
 	return &http.Client{Transport: &Transport{Gate: g, Base: base}}
 }

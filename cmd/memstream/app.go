@@ -251,17 +251,22 @@ func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometh
 	if err != nil {
 		return a, err
 	}
-	if a.trace, err = newLLMTrace(cfg, a.st, reg, log); err != nil {
-		return a, err
+	if cfg.LLM.Provider == "openai" {
+		if a.trace, err = llmtrace.New(llmtrace.Deps{Store: a.st, Registerer: reg, Logger: log.With("component", "llmtrace")}, llmtrace.Config{
+			Provider: cfg.LLM.Provider, Model: cfg.LLM.Model, Retention: cfg.LLM.TraceRetention, MaxPerBank: cfg.LLM.TraceMaxPerBank}); err != nil {
+			return a, err
+		}
 	}
-	lp := llmPath{gate: llmGate, trace: a.trace}
+	// Reflect and consolidation reach the LLM holding a slot of the gate,
+	// each request recorded in its bank's trace.
+	llmHTTP := llmGate.HTTPClient(a.trace.Transport(nil))
 	policies, err := pipeline.NewCachedPolicies(pipeline.PolicyDeps{Loader: a.st}, pipeline.PolicyConfig{Base: basePolicy(cfg), TTL: 5 * time.Second})
 	if err != nil {
 		return a, err
 	}
 	var ex pipeline.Extractor
 	if rl.Ingest || rl.API {
-		if ex, err = newExtractor(cfg, lp, reg, log); err != nil {
+		if ex, err = newExtractor(cfg, llmGate, a.trace, reg, log); err != nil {
 			return a, err
 		}
 	}
@@ -333,7 +338,7 @@ func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometh
 	// The worker role runs consolidation; the api role needs the same
 	// worker for on-demand mental-model refreshes.
 	if (rl.Worker && cfg.Consolidation.Enabled) || rl.API {
-		if a.worker, err = newConsolidationWorker(cfg, a.st, emb, scale, workerRC, lp, reg, log, nil); err != nil {
+		if a.worker, err = newConsolidationWorker(cfg, a.st, emb, scale, workerRC, llmHTTP, reg, log, nil); err != nil {
 			return a, err
 		}
 		a.runWorker = rl.Worker && cfg.Consolidation.Enabled
@@ -348,7 +353,7 @@ func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometh
 		}
 	}
 	if rl.API {
-		rf, err := newReflector(cfg, rc, a.st, tok, lp, reg, log)
+		rf, err := newReflector(cfg, rc, a.st, tok, llmHTTP, reg, log)
 		if err != nil {
 			return a, err
 		}
@@ -433,45 +438,14 @@ func newLLMGate(cfg config.Config, reg prometheus.Registerer) (*priority.Gate, e
 	return g, nil
 }
 
-// llmPath is how the clients of the configured LLM reach it: holding a
-// slot of the shared gate (nil: none), each request recorded in its
-// bank's trace (nil: not recorded).
-type llmPath struct {
-	gate  *priority.Gate
-	trace *llmtrace.Recorder
-}
-
-// client is an HTTP client on that path; nil when there is neither.
-func (p llmPath) client() *http.Client {
-	switch {
-	case p.gate != nil:
-		return p.gate.HTTPClient(p.trace.Transport(nil))
-	case p.trace != nil:
-		return &http.Client{Transport: p.trace.Transport(nil)}
-	}
-	return nil
-}
-
-// newLLMTrace is the recorder of every bank's LLM requests; nil without an
-// LLM or with llm.trace_max_per_bank 0.
-func newLLMTrace(cfg config.Config, st *store.Store, reg prometheus.Registerer, log *slog.Logger) (*llmtrace.Recorder, error) {
-	if cfg.LLM.Provider != "openai" || cfg.LLM.TraceMaxPerBank == 0 {
-		return nil, nil
-	}
-	return llmtrace.New(llmtrace.Deps{Store: st, Registerer: reg, Logger: log.With("component", "llmtrace")}, llmtrace.Config{
-		Provider: cfg.LLM.Provider, Model: cfg.LLM.Model, Retention: cfg.LLM.TraceRetention, MaxPerBank: cfg.LLM.TraceMaxPerBank})
-}
-
-// newReflector builds reflect with the configured LLM (its calls on lp),
-// or the offline extractive provider when none is configured.
-func newReflector(cfg config.Config, rc *recall.Recaller, st *store.Store, tok *tokens.Counter, lp llmPath, reg prometheus.Registerer, log *slog.Logger) (*reflect.Reflector, error) {
+// newReflector builds reflect with the configured LLM (its calls through
+// hc), or the offline extractive provider when none is configured.
+func newReflector(cfg config.Config, rc *recall.Recaller, st *store.Store, tok *tokens.Counter, hc *http.Client, reg prometheus.Registerer, log *slog.Logger) (*reflect.Reflector, error) {
 	var llm reflect.ChatCompleter
 	if cfg.LLM.Provider == "openai" {
 		oc := openai.DefaultConfig(cfg.LLM.APIKey)
 		oc.BaseURL = cfg.LLM.BaseURL
-		if c := lp.client(); c != nil {
-			oc.HTTPClient = c
-		}
+		oc.HTTPClient = hc
 		llm = openai.NewClientWithConfig(oc)
 	}
 	return reflect.New(reflect.Deps{Recaller: rc, Store: st, LLM: llm, Tokens: tok, Logger: log.With("component", "reflect"), Registerer: reg},
@@ -479,10 +453,10 @@ func newReflector(cfg config.Config, rc *recall.Recaller, st *store.Store, tok *
 			ContextTokens: cfg.Reflect.ContextTokens})
 }
 
-func newExtractor(cfg config.Config, lp llmPath, reg prometheus.Registerer, log *slog.Logger) (pipeline.Extractor, error) {
+func newExtractor(cfg config.Config, gate *priority.Gate, trace *llmtrace.Recorder, reg prometheus.Registerer, log *slog.Logger) (pipeline.Extractor, error) {
 	switch cfg.LLM.Provider {
 	case "openai":
-		ex, err := llm.New(llm.Deps{Registerer: reg, Logger: log.With("component", "llm"), Gate: lp.gate, Trace: lp.trace}, llm.Config{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model,
+		ex, err := llm.New(llm.Deps{Registerer: reg, Logger: log.With("component", "llm"), Gate: gate, Trace: trace}, llm.Config{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model,
 			Concurrency: cfg.LLM.Concurrency, Timeout: cfg.LLM.Timeout, MaxRetries: cfg.LLM.MaxRetries,
 			ChunksPerCall: cfg.LLM.ChunksPerCall})
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,10 +21,10 @@ import (
 )
 
 // newAdjudicator picks the consolidation adjudicator for llm.provider;
-// its calls go on lp.
-func newAdjudicator(cfg config.Config, lp llmPath) (consolidate.Adjudicator, error) {
+// its calls go through hc (nil: a client of its own).
+func newAdjudicator(cfg config.Config, hc *http.Client) (consolidate.Adjudicator, error) {
 	if cfg.LLM.Provider == "openai" {
-		deps := consolidate.OpenAIDeps{HTTPClient: lp.client()}
+		deps := consolidate.OpenAIDeps{HTTPClient: hc}
 		a, err := consolidate.NewOpenAI(deps, consolidate.OpenAIConfig{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey,
 			Model: cfg.LLM.Model, Timeout: cfg.LLM.Timeout, Concurrency: cfg.Consolidation.AdjudicateConcurrency})
 		if err != nil {
@@ -37,10 +38,10 @@ func newAdjudicator(cfg config.Config, lp llmPath) (consolidate.Adjudicator, err
 // newConsolidationWorker builds the worker role from the configuration:
 // the same constructor serves `serve --roles worker` and the on-demand
 // `consolidate` command. rec ranks observations for mental models (nil: a
-// plain similarity query); lp is how it reaches the LLM; reg may be nil.
+// plain similarity query); hc is how it reaches the LLM; reg may be nil.
 func newConsolidationWorker(cfg config.Config, st *store.Store, emb consolidate.Embedder, scale simscale.Scale, rec consolidate.ObservationRecaller,
-	lp llmPath, reg prometheus.Registerer, log *slog.Logger, progress func(string, consolidate.Result)) (*consolidate.Worker, error) {
-	adj, err := newAdjudicator(cfg, lp)
+	hc *http.Client, reg prometheus.Registerer, log *slog.Logger, progress func(string, consolidate.Result)) (*consolidate.Worker, error) {
+	adj, err := newAdjudicator(cfg, hc)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +103,7 @@ func cmdConsolidate(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	w, err := newConsolidationWorker(cfg, st, emb, scale, rec, llmPath{}, nil, log, progress)
+	w, err := newConsolidationWorker(cfg, st, emb, scale, rec, nil, nil, log, progress)
 	if err != nil {
 		return err
 	}
