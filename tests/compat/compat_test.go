@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memstream/memstream/internal/bench"
 	"github.com/memstream/memstream/internal/proctest"
 
 	"github.com/memstream/memstream/internal/toolcache"
@@ -41,11 +43,12 @@ func TestHindsightClient(t *testing.T) {
 	}
 	py := venv(t)
 	bin := proctest.Binary(t)
-	url := startServer(t, bin)
+	url := startServer(t, bin, "")
+	llmURL := startLLMServer(t, bin)
 
 	results := filepath.Join(t.TempDir(), "results.json")
 	cmd := exec.Command(filepath.Join(py, "bin", "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfEX", ".")
-	cmd.Env = append(os.Environ(), "MEMSTREAM_URL="+url, "MEMSTREAM_ADMIN_KEY="+adminKey,
+	cmd.Env = append(os.Environ(), "MEMSTREAM_URL="+url, "MEMSTREAM_LLM_URL="+llmURL, "MEMSTREAM_ADMIN_KEY="+adminKey,
 		"MEMSTREAM_BANK_KEY="+bankKey, "COMPAT_RESULTS="+results, "PYTHONDONTWRITEBYTECODE=1")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -101,9 +104,34 @@ func venv(t *testing.T) string {
 	})
 }
 
+// startLLMServer runs a second `memstream serve` whose LLM is the
+// benchmarks' fake OpenAI-compatible server (internal/bench.FakeOpenAI:
+// real facts from the extraction prompt, schema-shaped answers, free text
+// otherwise), for the routes that need LLM calls to have happened: the
+// LLM-request traces. The first server keeps the offline providers, which
+// the rest of the suite's answers are written for.
+func startLLMServer(t *testing.T, bin string) string {
+	t.Helper()
+	fake, err := bench.NewFakeOpenAI(384, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var unanswered bytes.Buffer
+	fake.SetLog(&unanswered)
+	srv := httptest.NewServer(fake)
+	t.Cleanup(func() {
+		srv.Close()
+		if unanswered.Len() > 0 {
+			t.Logf("calls the fake LLM did not answer:\n%s", proctest.Tail(unanswered.String(), 2000))
+		}
+	})
+	return startServer(t, bin, fmt.Sprintf("llm:\n  provider: openai\n  base_url: %s/v1\n  model: compat-fake\n  max_retries: 0\n", srv.URL))
+}
+
 // startServer runs `memstream serve` with its own data directory and free
-// ports, and returns its base URL once it is ready.
-func startServer(t *testing.T, bin string) string {
+// ports, and extra configuration appended, and returns its base URL once it
+// is ready.
+func startServer(t *testing.T, bin, extra string) string {
 	t.Helper()
 	dir := t.TempDir()
 	// As root the managed PostgreSQL runs as another user, who must be
@@ -138,7 +166,7 @@ auth:
   keys:
     - {name: admin, key: %s, banks: ["*"], scopes: [admin]}
     - {name: scoped, key: %s, banks: [scoped-bank], scopes: [write]}
-`, filepath.Join(dir, "data"), httpAddr, proctest.FreeAddr(t), pgPort, adminKey, bankKey)
+`, filepath.Join(dir, "data"), httpAddr, proctest.FreeAddr(t), pgPort, adminKey, bankKey) + extra
 	cfgPath := filepath.Join(dir, "memstream.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

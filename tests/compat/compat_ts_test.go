@@ -31,11 +31,12 @@ func TestHindsightTSClient(t *testing.T) {
 	}
 	dir := toolcache.NPM(t, "compat-ts", "ts", "suite.mjs")
 	bin := proctest.Binary(t)
-	url := startServer(t, bin)
+	url := startServer(t, bin, "")
+	llmURL := startLLMServer(t, bin)
 
 	results := filepath.Join(t.TempDir(), "results.json")
 	cmd := exec.Command("node", filepath.Join(dir, "suite.mjs"))
-	cmd.Env = append(os.Environ(), "HS_URL="+url, "HS_ADMIN_KEY="+adminKey, "HS_BANK_KEY="+bankKey, "HS_RESULTS="+results)
+	cmd.Env = append(os.Environ(), "HS_URL="+url, "HS_LLM_URL="+llmURL, "HS_ADMIN_KEY="+adminKey, "HS_BANK_KEY="+bankKey, "HS_RESULTS="+results)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	runErr := cmd.Run()

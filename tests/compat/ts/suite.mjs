@@ -3,6 +3,8 @@
 // starts the server and runs this file with node:
 //
 //   HS_URL        base URL of the server
+//   HS_LLM_URL    base URL of a second server whose LLM is a fake
+//                 OpenAI-compatible one (the LLM-trace checks)
 //   HS_ADMIN_KEY  a bearer key with admin scope on every bank
 //   HS_BANK_KEY   a key with write scope on bank "scoped-bank" only
 //   HS_RESULTS    where to write the per-method results (JSON)
@@ -27,7 +29,7 @@ import {
   sdk,
 } from "@vectorize-io/hindsight-client";
 
-const { HS_URL, HS_ADMIN_KEY, HS_BANK_KEY, HS_RESULTS } = process.env;
+const { HS_URL, HS_LLM_URL, HS_ADMIN_KEY, HS_BANK_KEY, HS_RESULTS } = process.env;
 
 // --- what the installed client has --------------------------------------
 
@@ -825,12 +827,26 @@ check("audit logs", ["sdk.listAuditLogs", "sdk.auditLogStats"], async () => {
 });
 
 check("LLM traces", ["sdk.listLlmRequests", "sdk.llmRequestStats"], async () => {
-  await hs.reflect(seeded, "What does Alice drink?");
-  const lst = await call(sdk.listLlmRequests, { path: { bank_id: seeded } });
-  ok(lst.bank_id === seeded && lst.items.length >= 1, "requests", lst);
-  const st = await call(sdk.llmRequestStats, { path: { bank_id: seeded }, query: { period: "1d" } });
-  ok(st.bank_id === seeded, "stats", st);
-}, { xfail: "memstream does not record LLM requests per bank (the route answers a JSON 501); LLM calls are counted in /metrics and reflect returns its own trace", xfailStatus: 501 });
+  // The second server's LLM is a fake: the first one's offline providers
+  // make no LLM calls to trace.
+  const hsLLM = new HindsightClient({ baseUrl: HS_LLM_URL, apiKey: HS_ADMIN_KEY });
+  const lowLLM = createClient(createConfig({ baseUrl: HS_LLM_URL, headers: { Authorization: `Bearer ${HS_ADMIN_KEY}` } }));
+  const bank = fresh("llm");
+  ok((await hsLLM.retain(bank, "Rosa moved to Porto in May. She teaches chemistry.")).success, "retain");
+  await hsLLM.reflect(bank, "Where does Rosa live?");
+  // Rows are written in batches, within half a second.
+  const lst = await waitUntil(async () => {
+    const l = await call(sdk.listLlmRequests, { client: lowLLM, path: { bank_id: bank } });
+    return l.items.some((e) => e.operation === "retain") && l.items.some((e) => e.operation === "reflect") && l;
+  }, 20000);
+  ok(lst && lst.bank_id === bank && lst.total === lst.items.length && lst.limit === 50, "requests", lst);
+  const ex = lst.items.find((e) => e.operation === "retain");
+  ok(ex.scope === "retain_extract_facts" && ex.status === "success" && ex.input_tokens > 0 && ex.input == null, "extraction request", ex);
+  const only = await call(sdk.listLlmRequests, { client: lowLLM, path: { bank_id: bank }, query: { operation: "reflect", limit: 1 } });
+  ok(only.items.length === 1 && only.items[0].operation === "reflect", "filtered", only);
+  const st = await call(sdk.llmRequestStats, { client: lowLLM, path: { bank_id: bank }, query: { period: "1d" } });
+  ok(st.bank_id === bank && st.period === "1d" && st.buckets.reduce((n, b) => n + b.total, 0) >= lst.total, "stats", st);
+});
 
 // --- access control through the client ---------------------------------------------------------
 
@@ -849,10 +865,17 @@ const outcomes = [];
 let failed = 0;
 try {
   await seed();
-  // The 5xx watch must see what the client's requests get: the LLM-trace
-  // route's 501 is one.
-  await sdk.listLlmRequests({ client: low, path: { bank_id: seeded } });
-  ok(serverErrors.length === 1 && serverErrors[0].includes(": 501 "), "the 5xx watch saw no 501", serverErrors);
+  // The 5xx watch must see what the client's requests get: a local server
+  // that answers 503 is one.
+  const down = createServer((req, res) => res.writeHead(503).end("down"));
+  await new Promise((r) => down.listen(0, "127.0.0.1", r));
+  try {
+    await fetch(`http://127.0.0.1:${down.address().port}/health`);
+  } finally {
+    down.close();
+  }
+  ok(serverErrors.length === 1 && serverErrors[0].includes(": 503 "), "the 5xx watch saw no 503", serverErrors);
+  serverErrors = [];
 } catch (e) {
   console.log(`FAIL seed: ${e.stack ?? e}`);
   process.exit(1);
