@@ -10,6 +10,7 @@ import (
 	"github.com/memstream/memstream/chunk"
 	"github.com/memstream/memstream/defense"
 	"github.com/memstream/memstream/extract"
+	"github.com/memstream/memstream/llmtrace"
 )
 
 // DryRunExtractor extracts facts from chunks (the pipeline's extractor).
@@ -75,9 +76,10 @@ func (s *Server) dryRunExtract(w http.ResponseWriter, r *http.Request) error {
 		name = *body.AgentName
 	}
 	for i, p := range parts {
-		in[i] = extract.Input{Parts: []chunk.Part{{Role: "user", Name: name, Timestamp: at, Text: p}}, Context: body.Context}
+		in[i] = extract.Input{Parts: []chunk.Part{{Role: "user", Name: name, Timestamp: at, Text: p}}, Context: body.Context, BankID: bank}
 	}
-	facts, err := s.d.Extractor.Extract(r.Context(), in)
+	// Its LLM calls are a run of their own in the bank's trace.
+	facts, err := s.d.Extractor.Extract(llmtrace.Start(r.Context(), bank, "dry_run_extract"), in)
 	if err != nil {
 		return err
 	}
