@@ -22,10 +22,6 @@ const (
 	IngestRetain = "retain"
 )
 
-// RetainContext is the context every retained item carries: a generic
-// description of what the content is, as a Hindsight user would write it.
-const RetainContext = "chat conversation"
-
 // RetainItem is one item of a retain request body.
 type RetainItem struct {
 	Content string `json:"content"`
@@ -41,29 +37,38 @@ type RetainItem struct {
 }
 
 // TranscriptLine is how a message is written in a retained transcript:
-// "Name (role): text", which event.ParseTranscript reads back into a
-// message with its speaker and role; without a name, "role: text".
+// "[time] Name (role): text", which event.ParseTranscript reads back into
+// a message with its time, speaker and role, as a Kafka event carries
+// them; without a name, "[time] role: text", and without a time no
+// bracket.
 func TranscriptLine(m Message) string {
 	text := strings.TrimSpace(m.Content)
-	if m.Name == "" {
-		return m.Role + ": " + text
+	line := m.Role + ": " + text
+	if m.Name != "" {
+		line = fmt.Sprintf("%s (%s): %s", m.Name, m.Role, text)
 	}
-	return fmt.Sprintf("%s (%s): %s", m.Name, m.Role, text)
+	if m.Timestamp.IsZero() {
+		return line
+	}
+	return "[" + m.Timestamp.UTC().Format(time.RFC3339Nano) + "] " + line
 }
 
 // RetainItemOf is the retain item a Hindsight user would send for one
-// event: its messages as transcript lines, the time of its first message
-// (a session's start, or the one message's own time), the session as the
-// document, the event's id as the item's event_id, and the event's
-// metadata and tags. The metadata carries the
-// turn offset of a per-message event, which is what lets a stored fact be
-// traced to its turn.
+// event, carrying what the Kafka event carries and nothing else: its
+// messages as transcript lines with their times, the time of its first
+// message (a session's start, or the one message's own time), the session
+// as the document, the event's id as the item's event_id, and the event's
+// metadata and tags. The metadata carries the turn offset of a
+// per-message event, which is what lets a stored fact be traced to its
+// turn. It sets no context: the events have none, and an item's context
+// is part of every fact's embedded text, so a label on one path only
+// would measure the label, not the path.
 func RetainItemOf(e Event) RetainItem {
 	lines := make([]string, len(e.Messages))
 	for i, m := range e.Messages {
 		lines[i] = TranscriptLine(m)
 	}
-	it := RetainItem{Content: strings.Join(lines, "\n"), EventID: e.EventID, Context: RetainContext, DocumentID: e.DocumentID, Metadata: e.Metadata, Tags: e.Tags}
+	it := RetainItem{Content: strings.Join(lines, "\n"), EventID: e.EventID, DocumentID: e.DocumentID, Metadata: e.Metadata, Tags: e.Tags}
 	if len(e.Messages) > 0 && !e.Messages[0].Timestamp.IsZero() {
 		it.Timestamp = e.Messages[0].Timestamp.UTC().Format(time.RFC3339)
 	}

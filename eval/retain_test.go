@@ -15,21 +15,21 @@ func TestRetainItemOfSession(t *testing.T) {
 		{Role: "user", Content: "Thanks.", Timestamp: t0.Add(3 * time.Minute)},
 	}}
 	it := RetainItemOf(e)
-	want := "Freya (user): Any idea how to get my toddler to nap?\nAssistant (assistant): A dark room helps.\nSo does a routine.\nuser: Thanks."
+	want := "[2025-02-10T18:21:00Z] Freya (user): Any idea how to get my toddler to nap?\n[2025-02-10T18:23:00Z] Assistant (assistant): A dark room helps.\nSo does a routine.\n[2025-02-10T18:24:00Z] user: Thanks."
 	if it.Content != want {
 		t.Fatalf("content\n%q\nwant\n%q", it.Content, want)
 	}
-	if it.Timestamp != "2025-02-10T18:21:00Z" || it.EventID != "eval:b-s00" || it.DocumentID != "b-s00" || it.Context != RetainContext || len(it.Tags) != 1 {
+	if it.Timestamp != "2025-02-10T18:21:00Z" || it.EventID != "eval:b-s00" || it.DocumentID != "b-s00" || it.Context != "" || len(it.Tags) != 1 {
 		t.Fatalf("item %+v", it)
 	}
-	// What the retain route makes of it: the same speakers, roles and
-	// texts, in order.
+	// What the retain route makes of it: the same times, speakers, roles
+	// and texts, in order.
 	ms, ok := event.ParseTranscript(it.Content)
 	if !ok || len(ms) != len(e.Messages) {
 		t.Fatalf("ParseTranscript: %v %+v", ok, ms)
 	}
 	for i, m := range ms {
-		if m.Role != e.Messages[i].Role || m.Name != e.Messages[i].Name || m.Content != e.Messages[i].Content {
+		if m.Role != e.Messages[i].Role || m.Name != e.Messages[i].Name || m.Content != e.Messages[i].Content || m.Timestamp != e.Messages[i].Timestamp.Format(time.RFC3339Nano) {
 			t.Errorf("message %d = %+v, want %+v", i, m, e.Messages[i])
 		}
 	}
@@ -41,7 +41,7 @@ func TestRetainItemOfMessage(t *testing.T) {
 		{Role: "assistant", Name: "Assistant", Content: "Try the night train.", Timestamp: ts},
 	}}
 	it := RetainItemOf(e)
-	if it.Content != "Assistant (assistant): Try the night train." || it.Timestamp != "2025-03-01T10:02:30Z" || it.Metadata[TurnOffsetKey] != "5" || it.DocumentID != "b-s03" {
+	if it.Content != "[2025-03-01T10:02:30Z] Assistant (assistant): Try the night train." || it.Timestamp != "2025-03-01T10:02:30Z" || it.Metadata[TurnOffsetKey] != "5" || it.DocumentID != "b-s03" {
 		t.Fatalf("item %+v", it)
 	}
 }

@@ -26,9 +26,10 @@ import (
 // transcripts, and one "Name (role): text" item per message for the
 // per-message banks) into a real in-process stack, and the same events,
 // under other bank names, through Kafka into the same stack. What retain
-// stored must be what Kafka stored, turn by turn and fact by fact: a
-// message that the transcript rendering or parsing drops, merges or
-// mislabels shows up here as a differing turn. A retried retain must not
+// stored must be what Kafka stored, turn by turn and fact by fact, with
+// the same context and times: a message that the transcript rendering or
+// parsing drops, merges, mislabels or re-dates shows up here as a
+// differing turn. A retried retain must not
 // store anything twice, and recall must find an evidence turn.
 func TestEvalRetainIngest(t *testing.T) {
 	if testing.Short() {
@@ -185,19 +186,24 @@ func renamedBanks(d *eval.Dataset, prefix string) *eval.Dataset {
 	return out
 }
 
-// storedFact is what is compared of a fact: where it came from and what
-// it says.
+// storedFact is what is compared of a fact: where it came from, what it
+// says, the context it is embedded with, and its times.
 type storedFact struct {
-	Doc, Turn, Type, Text string
+	Doc, Turn, Type, Text, Context string
+	MentionedAt, Occurred          string
 }
 
 type memoriesPage struct {
 	Items []struct {
-		Text       string            `json:"text"`
-		FactType   string            `json:"fact_type"`
-		Type       string            `json:"type"`
-		DocumentID *string           `json:"document_id"`
-		Metadata   map[string]string `json:"metadata"`
+		Text          string            `json:"text"`
+		FactType      string            `json:"fact_type"`
+		Type          string            `json:"type"`
+		DocumentID    *string           `json:"document_id"`
+		Metadata      map[string]string `json:"metadata"`
+		Context       string            `json:"context"`
+		MentionedAt   time.Time         `json:"mentioned_at"`
+		OccurredStart *time.Time        `json:"occurred_start"`
+		OccurredEnd   *time.Time        `json:"occurred_end"`
 	} `json:"items"`
 	Total int `json:"total"`
 }
@@ -222,7 +228,7 @@ func getPage(ctx context.Context, t *testing.T, u string, out any) {
 	}
 }
 
-// listFacts lists a bank's facts (not its observations), sorted.
+// listFacts lists a bank's facts (not its observations).
 func listFacts(ctx context.Context, t *testing.T, base, bank string) []storedFact {
 	t.Helper()
 	var out []storedFact
@@ -237,17 +243,25 @@ func listFacts(ctx context.Context, t *testing.T, base, bank string) []storedFac
 			if it.DocumentID != nil {
 				doc = *it.DocumentID
 			}
-			out = append(out, storedFact{Doc: doc, Turn: fmt.Sprint(eval.TurnOf(it.Metadata)), Type: it.FactType, Text: it.Text})
+			out = append(out, storedFact{Doc: doc, Turn: fmt.Sprint(eval.TurnOf(it.Metadata)), Type: it.FactType, Text: it.Text,
+				Context: it.Context, MentionedAt: it.MentionedAt.UTC().Format(time.RFC3339Nano), Occurred: span(it.OccurredStart, it.OccurredEnd)})
 		}
 		if len(page.Items) < 1000 || offset+1000 >= page.Total {
 			break
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		return a.Doc+"\x00"+a.Turn+"\x00"+a.Text+"\x00"+a.Type < b.Doc+"\x00"+b.Turn+"\x00"+b.Text+"\x00"+b.Type
-	})
 	return out
+}
+
+func span(start, end *time.Time) string {
+	s := ""
+	for _, t := range []*time.Time{start, end} {
+		if t != nil {
+			s += t.UTC().Format(time.RFC3339Nano)
+		}
+		s += "/"
+	}
+	return s
 }
 
 // factsDiff lists the facts only one side has, at most 20 lines.
@@ -263,9 +277,9 @@ func factsDiff(a, b []storedFact) string {
 	for f, n := range count {
 		switch {
 		case n > 0:
-			lines = append(lines, fmt.Sprintf("  retain only ×%d: %s/%s %s %q", n, f.Doc, f.Turn, f.Type, f.Text))
+			lines = append(lines, fmt.Sprintf("  %s/%s retain only ×%d: %s %q context %q mentioned %s occurred %s", f.Doc, f.Turn, n, f.Type, f.Text, f.Context, f.MentionedAt, f.Occurred))
 		case n < 0:
-			lines = append(lines, fmt.Sprintf("  kafka only  ×%d: %s/%s %s %q", -n, f.Doc, f.Turn, f.Type, f.Text))
+			lines = append(lines, fmt.Sprintf("  %s/%s kafka only  ×%d: %s %q context %q mentioned %s occurred %s", f.Doc, f.Turn, -n, f.Type, f.Text, f.Context, f.MentionedAt, f.Occurred))
 		}
 	}
 	sort.Strings(lines)
