@@ -125,19 +125,15 @@ func (s *Server) auditLogStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	period := r.URL.Query().Get("period")
-	if period == "" {
-		period = "7d"
-	}
-	p, ok := periods[period]
-	if !ok {
-		return badRequest("period", "period must be one of 1d, 7d, 30d, 90d, 1y, all")
+	name, p, err := periodParam(r)
+	if err != nil {
+		return err
 	}
 	since := time.Now().Add(-p.window)
 	buckets, err := s.d.Store.AuditStats(r.Context(), bank, action, p.trunc, since)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"bank_id": bank, "period": period, "trunc": p.trunc, "start": since.UTC(), "buckets": buckets})
+	writeJSON(w, http.StatusOK, map[string]any{"bank_id": bank, "period": name, "trunc": p.trunc, "start": since.UTC(), "buckets": buckets})
 	return nil
 }

@@ -652,13 +652,30 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// periods maps Hindsight's timeseries periods to a window and a bucket.
-var periods = map[string]struct {
+// period is a timeseries window and the bucket its points are truncated to.
+type period struct {
 	window time.Duration
 	trunc  string
-}{
+}
+
+// periods maps Hindsight's timeseries periods to a window and a bucket.
+var periods = map[string]period{
 	"1d": {24 * time.Hour, "hour"}, "7d": {7 * 24 * time.Hour, "day"}, "30d": {30 * 24 * time.Hour, "day"},
 	"90d": {90 * 24 * time.Hour, "week"}, "1y": {365 * 24 * time.Hour, "month"}, "all": {100 * 365 * 24 * time.Hour, "month"},
+}
+
+// periodParam reads Hindsight's period query parameter (default 7d) and
+// returns its name with its window and bucket.
+func periodParam(r *http.Request) (string, period, error) {
+	v := r.URL.Query().Get("period")
+	if v == "" {
+		v = "7d"
+	}
+	p, ok := periods[v]
+	if !ok {
+		return "", period{}, badRequest("period", "period must be one of 1d, 7d, 30d, 90d, 1y, all")
+	}
+	return v, p, nil
 }
 
 func (s *Server) memoriesTimeseries(w http.ResponseWriter, r *http.Request) error {
@@ -666,13 +683,9 @@ func (s *Server) memoriesTimeseries(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	period := r.URL.Query().Get("period")
-	if period == "" {
-		period = "7d"
-	}
-	p, ok := periods[period]
-	if !ok {
-		return badRequest("period", "period must be one of 1d, 7d, 30d, 90d, 1y, all")
+	name, p, err := periodParam(r)
+	if err != nil {
+		return err
 	}
 	field := r.URL.Query().Get("time_field")
 	if field == "" {
@@ -685,6 +698,6 @@ func (s *Server) memoriesTimeseries(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"bank_id": id, "period": period, "trunc": p.trunc, "time_field": field, "buckets": buckets})
+	writeJSON(w, http.StatusOK, map[string]any{"bank_id": id, "period": name, "trunc": p.trunc, "time_field": field, "buckets": buckets})
 	return nil
 }

@@ -3,7 +3,6 @@ package recallapi
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/memstream/memstream/store"
@@ -77,28 +76,6 @@ func viewLLMRequest(q store.LLMRequest) llmRequestView {
 // callTypes are Hindsight's kinds of model call (LLMCallType).
 var callTypes = []string{"llm", "embedding", "rerank", "decision"}
 
-// llmPage reads limit (1–500, default 50) and offset (≥ 0), Hindsight's
-// bounds for the trace list.
-func llmPage(r *http.Request) (limit, offset int, err error) {
-	limit = 50
-	q := r.URL.Query()
-	if v := q.Get("limit"); v != "" {
-		n, perr := strconv.Atoi(v)
-		if perr != nil || n < 1 || n > 500 {
-			return 0, 0, badRequest("limit", "limit must be an integer from 1 to 500")
-		}
-		limit = n
-	}
-	if v := q.Get("offset"); v != "" {
-		n, perr := strconv.Atoi(v)
-		if perr != nil || n < 0 {
-			return 0, 0, badRequest("offset", "offset must be a non-negative integer")
-		}
-		offset = n
-	}
-	return limit, offset, nil
-}
-
 // listLLMRequests serves Hindsight's GET …/llm-requests: the bank's
 // recorded LLM requests, newest first, by request or (group) by run.
 func (s *Server) listLLMRequests(w http.ResponseWriter, r *http.Request) error {
@@ -128,7 +105,7 @@ func (s *Server) listLLMRequests(w http.ResponseWriter, r *http.Request) error {
 	if f.End, err = isoField("end_date", r.URL.Query().Get("end_date")); err != nil {
 		return err
 	}
-	if f.Limit, f.Offset, err = llmPage(r); err != nil {
+	if f.Limit, f.Offset, err = pageWithin(r, 50, 500); err != nil {
 		return err
 	}
 	items, total, err := s.d.Store.ListLLMRequests(r.Context(), bank, f)
@@ -158,13 +135,9 @@ func (s *Server) llmRequestStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	period := r.URL.Query().Get("period")
-	if period == "" {
-		period = "7d"
-	}
-	p, ok := periods[period]
-	if !ok {
-		return badRequest("period", "period must be one of 1d, 7d, 30d, 90d, 1y, all")
+	name, p, err := periodParam(r)
+	if err != nil {
+		return err
 	}
 	since := time.Now().Add(-p.window)
 	buckets, err := s.d.Store.LLMRequestStats(r.Context(), bank, operation, callType, p.trunc, since)
@@ -181,6 +154,6 @@ func (s *Server) llmRequestStats(w http.ResponseWriter, r *http.Request) error {
 	for i, b := range buckets {
 		out[i] = bucket{Time: *isoTime(b.Time), Statuses: b.Statuses, Total: b.Total, Tokens: b.Tokens}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"bank_id": bank, "period": period, "trunc": p.trunc, "start": *isoTime(since), "buckets": out})
+	writeJSON(w, http.StatusOK, map[string]any{"bank_id": bank, "period": name, "trunc": p.trunc, "start": *isoTime(since), "buckets": out})
 	return nil
 }

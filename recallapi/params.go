@@ -1,6 +1,7 @@
 package recallapi
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -40,12 +41,18 @@ func (s *Server) bankAndUUID(r *http.Request, name string) (string, uuid.UUID, e
 // page reads limit (1–1000, default 100) and offset (≥ 0) from the query
 // string.
 func page(r *http.Request) (limit, offset int, err error) {
-	limit, offset = defaultPageLimit, 0
+	return pageWithin(r, defaultPageLimit, maxPageLimit)
+}
+
+// pageWithin reads limit (1–max, default def) and offset (≥ 0) from the
+// query string, for routes whose Hindsight bounds differ from page's.
+func pageWithin(r *http.Request, def, max int) (limit, offset int, err error) {
+	limit = def
 	q := r.URL.Query()
 	if v := q.Get("limit"); v != "" {
 		n, perr := strconv.Atoi(v)
-		if perr != nil || n < 1 || n > maxPageLimit {
-			return 0, 0, badRequest("limit", "limit must be an integer from 1 to 1000")
+		if perr != nil || n < 1 || n > max {
+			return 0, 0, badRequest("limit", fmt.Sprintf("limit must be an integer from 1 to %d", max))
 		}
 		limit = n
 	}

@@ -91,19 +91,11 @@ func (s *Store) ListAudit(ctx context.Context, bankID, action, transport string,
 	if err != nil {
 		return nil, 0, fmt.Errorf("audit log bank %s: %w", bankID, err)
 	}
-	defer rows.Close()
-	out := []AuditEntry{}
-	total := 0
-	for rows.Next() {
-		var n int64
-		a, err := scanAudit(rows, &n)
-		if err != nil {
-			return nil, 0, err
-		}
-		total = int(n)
-		out = append(out, a)
+	out, total, err := countedRows(rows, scanAudit)
+	if err != nil {
+		return nil, 0, fmt.Errorf("audit log bank %s: %w", bankID, err)
 	}
-	return out, total, rows.Err()
+	return out, total, nil
 }
 
 // GetAudit returns one audit entry of a bank, or ErrNotFound.

@@ -87,19 +87,11 @@ func (s *Store) ListDirectives(ctx context.Context, bankID string, activeOnly bo
 	if err != nil {
 		return nil, 0, fmt.Errorf("list directives bank %s: %w", bankID, err)
 	}
-	defer rows.Close()
-	out := []Directive{}
-	total := 0
-	for rows.Next() {
-		var n int64
-		d, err := scanDirective(rows, &n)
-		if err != nil {
-			return nil, 0, err
-		}
-		total = int(n)
-		out = append(out, d)
+	out, total, err := countedRows(rows, scanDirective)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list directives bank %s: %w", bankID, err)
 	}
-	return out, total, rows.Err()
+	return out, total, nil
 }
 
 // ActiveDirectives returns a bank's active directives, highest priority

@@ -106,19 +106,8 @@ func (s *Store) ListEntities(ctx context.Context, bankID, q string, limit, offse
 	if err != nil {
 		return nil, 0, fmt.Errorf("list entities bank %s: %w", bankID, err)
 	}
-	defer rows.Close()
-	out := []Entity{}
-	total := 0
-	for rows.Next() {
-		var n int64
-		e, err := scanEntity(rows, &n)
-		if err != nil {
-			return nil, 0, fmt.Errorf("list entities bank %s: %w", bankID, err)
-		}
-		total = int(n)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, total, err := countedRows(rows, scanEntity)
+	if err != nil {
 		return nil, 0, fmt.Errorf("list entities bank %s: %w", bankID, err)
 	}
 	return out, total, nil

@@ -185,19 +185,8 @@ func (s *Store) ListLLMRequests(ctx context.Context, bankID string, f LLMRequest
 	if err != nil {
 		return nil, 0, fmt.Errorf("llm requests bank %s: %w", bankID, err)
 	}
-	defer rows.Close()
-	out := []LLMRequest{}
-	total := 0
-	for rows.Next() {
-		var n int64
-		r, err := scanLLMRequest(rows, &n)
-		if err != nil {
-			return nil, 0, fmt.Errorf("llm requests bank %s: %w", bankID, err)
-		}
-		total = int(n)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+	out, total, err := countedRows(rows, scanLLMRequest)
+	if err != nil {
 		return nil, 0, fmt.Errorf("llm requests bank %s: %w", bankID, err)
 	}
 	if len(out) == 0 && f.Offset > 0 {

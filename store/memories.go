@@ -167,19 +167,8 @@ func (s *Store) ListMemories(ctx context.Context, bankID string, f MemoryFilter)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list memories bank %s: %w", bankID, err)
 	}
-	defer rows.Close()
-	out := []Memory{}
-	total := 0
-	for rows.Next() {
-		var n int64
-		m, err := scanMemory(rows, &n)
-		if err != nil {
-			return nil, 0, fmt.Errorf("list memories bank %s: %w", bankID, err)
-		}
-		total = int(n)
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
+	out, total, err := countedRows(rows, scanMemory)
+	if err != nil {
 		return nil, 0, fmt.Errorf("list memories bank %s: %w", bankID, err)
 	}
 	if len(out) == 0 && f.Offset > 0 {

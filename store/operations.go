@@ -209,19 +209,11 @@ func (s *Store) ListOperations(ctx context.Context, bankID, status, kind string,
 	if err != nil {
 		return nil, 0, fmt.Errorf("list operations bank %s: %w", bankID, err)
 	}
-	defer rows.Close()
-	out := []Operation{}
-	total := 0
-	for rows.Next() {
-		var n int64
-		o, err := scanOp(rows, &n)
-		if err != nil {
-			return nil, 0, err
-		}
-		total = int(n)
-		out = append(out, o)
+	out, total, err := countedRows(rows, scanOp)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list operations bank %s: %w", bankID, err)
 	}
-	return out, total, rows.Err()
+	return out, total, nil
 }
 
 // SetOperationItems records the events an operation produced and their

@@ -137,19 +137,11 @@ func (s *Store) ListWebhooks(ctx context.Context, bankID string, limit, offset i
 	if err != nil {
 		return nil, 0, fmt.Errorf("list webhooks bank %s: %w", bankID, err)
 	}
-	defer rows.Close()
-	out := []Webhook{}
-	total := 0
-	for rows.Next() {
-		var n int64
-		w, err := scanWebhook(rows, &n)
-		if err != nil {
-			return nil, 0, err
-		}
-		total = int(n)
-		out = append(out, w)
+	out, total, err := countedRows(rows, scanWebhook)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list webhooks bank %s: %w", bankID, err)
 	}
-	return out, total, rows.Err()
+	return out, total, nil
 }
 
 // GetWebhook returns one webhook of a bank, or ErrNotFound.
