@@ -483,7 +483,8 @@ func writeMisses(path string, misses []Miss) error {
 }
 
 // storedTurns pages through every bank's memories and collects the source
-// turn of each fact, for the evidence coverage, and counts the facts.
+// turn of each fact, for the evidence coverage, and counts the facts
+// (world and experience; the list holds observations too).
 func storedTurns(ctx context.Context, c *APIRecaller, banks []string) (map[Evidence]bool, int, error) {
 	const pageSize = 1000
 	out := map[Evidence]bool{}
@@ -493,6 +494,7 @@ func storedTurns(ctx context.Context, c *APIRecaller, banks []string) (map[Evide
 			var page struct {
 				Items []struct {
 					DocumentID string            `json:"document_id"`
+					FactType   string            `json:"fact_type"`
 					Metadata   map[string]string `json:"metadata"`
 				} `json:"items"`
 				Total int `json:"total"`
@@ -501,8 +503,10 @@ func storedTurns(ctx context.Context, c *APIRecaller, banks []string) (map[Evide
 			if err := c.call(ctx, http.MethodGet, path, nil, &page); err != nil {
 				return nil, 0, fmt.Errorf("eval: list memories of bank %s: %w", b, err)
 			}
-			facts += len(page.Items)
 			for _, it := range page.Items {
+				if it.FactType != "observation" {
+					facts++
+				}
 				idx := TurnOf(it.Metadata)
 				if idx == UnknownTurn || it.DocumentID == "" {
 					continue
