@@ -124,13 +124,13 @@ const (
 			ELSE NOT (coalesce(scope, '') LIKE 'embedding\_%' OR coalesce(scope, '') = 'rerank' OR coalesce(scope, '') LIKE 'decision\_%')
 			END)
 		GROUP BY t, status ORDER BY t, status`
-	// qLLMPruneAge deletes at most pruneBatch requests older than $1, so
-	// one statement never holds a long transaction.
-	qLLMPruneAge = `DELETE FROM llm_requests WHERE id IN (SELECT id FROM llm_requests WHERE started_at < $1 ORDER BY started_at LIMIT $2)`
+	// qLLMPruneAge deletes at most $2 requests older than $1 (see
+	// pruneBefore).
+	qLLMPruneAge = `DELETE FROM llm_requests WHERE id IN (
+		SELECT id FROM llm_requests WHERE started_at < $1 ORDER BY started_at LIMIT $2 FOR UPDATE SKIP LOCKED)`
 	// qLLMPruneCap deletes a bank's requests beyond its $2 newest.
 	qLLMPruneCap = `DELETE FROM llm_requests WHERE bank_id = $1 AND (started_at, id) <= (
 		SELECT started_at, id FROM llm_requests WHERE bank_id = $1 ORDER BY started_at DESC, id DESC OFFSET $2 LIMIT 1)`
-	pruneBatch = 10000
 )
 
 func scanLLMRequest(r scanner, extra ...any) (LLMRequest, error) {
@@ -233,16 +233,9 @@ func (s *Store) LLMRequestStats(ctx context.Context, bankID, operation, callType
 // PruneLLMRequests deletes requests that started before before, and each
 // of banks' requests beyond its keep newest; it returns how many rows went.
 func (s *Store) PruneLLMRequests(ctx context.Context, before time.Time, banks []string, keep int) (int64, error) {
-	var n int64
-	for {
-		tag, err := s.pool.Exec(ctx, qLLMPruneAge, before, pruneBatch)
-		if err != nil {
-			return n, fmt.Errorf("prune llm requests before %s: %w", before.Format(time.RFC3339), err)
-		}
-		n += tag.RowsAffected()
-		if tag.RowsAffected() < pruneBatch {
-			break
-		}
+	n, err := s.pruneBefore(ctx, qLLMPruneAge, "llm requests", before)
+	if err != nil {
+		return n, err
 	}
 	for _, b := range banks {
 		tag, err := s.pool.Exec(ctx, qLLMPruneCap, b, keep)
