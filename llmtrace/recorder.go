@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memstream/memstream/internal/lifetime"
+	"github.com/memstream/memstream/retention"
 	"github.com/memstream/memstream/store"
 )
 
@@ -41,8 +42,6 @@ type Config struct {
 	BatchSize int
 	// FlushInterval is the longest a row waits in the buffer. Default 500ms.
 	FlushInterval time.Duration
-	// PruneInterval is how often the table is pruned. Default 1m.
-	PruneInterval time.Duration
 	// WriteTimeout bounds one write, and the last one at Stop. Default 5s.
 	WriteTimeout time.Duration
 }
@@ -58,9 +57,6 @@ func (c Config) WithDefaults() Config {
 	if c.FlushInterval == 0 {
 		c.FlushInterval = 500 * time.Millisecond
 	}
-	if c.PruneInterval == 0 {
-		c.PruneInterval = time.Minute
-	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = 5 * time.Second
 	}
@@ -75,8 +71,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("llm.trace_max_per_bank: must not be negative, got %d", c.MaxPerBank)
 	case c.Buffer < 1 || c.BatchSize < 1:
 		return fmt.Errorf("llmtrace: buffer (%d) and batch size (%d) must be positive", c.Buffer, c.BatchSize)
-	case c.FlushInterval <= 0 || c.PruneInterval <= 0 || c.WriteTimeout <= 0:
-		return errors.New("llmtrace: flush interval, prune interval and write timeout must be positive")
+	case c.FlushInterval <= 0 || c.WriteTimeout <= 0:
+		return errors.New("llmtrace: flush interval and write timeout must be positive")
 	}
 	return nil
 }
@@ -97,8 +93,13 @@ type Recorder struct {
 	life lifetime.Stopper
 	ch   chan pending
 
-	written, pruned prometheus.Counter
-	dropped         *prometheus.CounterVec
+	written prometheus.Counter
+	dropped *prometheus.CounterVec
+
+	// touched holds the banks written to since their last prune: only
+	// they can have grown past the cap.
+	touchMu sync.Mutex
+	touched map[string]bool
 
 	warnMu   sync.Mutex
 	lastWarn time.Time
@@ -122,16 +123,14 @@ func New(deps Deps, cfg Config) (*Recorder, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Recorder{st: deps.Store, cfg: cfg, log: log, ch: make(chan pending, cfg.Buffer),
+	r := &Recorder{st: deps.Store, cfg: cfg, log: log, ch: make(chan pending, cfg.Buffer), touched: map[string]bool{},
 		written: prometheus.NewCounter(prometheus.CounterOpts{Name: "memstream_llm_trace_written_total",
 			Help: "LLM requests recorded in llm_requests (GET …/llm-requests)."}),
-		pruned: prometheus.NewCounter(prometheus.CounterOpts{Name: "memstream_llm_trace_pruned_total",
-			Help: "llm_requests rows deleted by llm.trace_retention and llm.trace_max_per_bank."}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memstream_llm_trace_dropped_total",
 			Help: "LLM requests not recorded, by reason (buffer_full, write_failed); the calls themselves went on."}, []string{"reason"}),
 	}
 	if deps.Registerer != nil {
-		for _, c := range []prometheus.Collector{r.written, r.pruned, r.dropped} {
+		for _, c := range []prometheus.Collector{r.written, r.dropped} {
 			if err := deps.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("llmtrace: register metrics: %w", err)
 			}
@@ -164,8 +163,9 @@ func (r *Recorder) drop(reason string, n int, err error) {
 }
 
 // Run writes buffered rows every FlushInterval (or at once when a batch
-// is full) and prunes every PruneInterval, starting now, until ctx ends
-// or Stop; then it writes what is still buffered, within WriteTimeout.
+// is full) until ctx ends or Stop; then it writes what is still
+// buffered, within WriteTimeout. Pruning is Retention's rule, run by a
+// retention.Pruner with the other tables'.
 func (r *Recorder) Run(ctx context.Context) error {
 	ctx, end, ok := r.life.Begin(ctx)
 	defer end()
@@ -174,10 +174,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 	}
 	flush := time.NewTicker(r.cfg.FlushInterval)
 	defer flush.Stop()
-	prune := time.NewTicker(r.cfg.PruneInterval)
-	defer prune.Stop()
 	batch := make([]store.LLMRequest, 0, r.cfg.BatchSize)
-	touched := map[string]bool{}
 	write := func(ctx context.Context) {
 		if len(batch) == 0 {
 			return
@@ -188,13 +185,14 @@ func (r *Recorder) Run(ctx context.Context) error {
 			r.drop("write_failed", len(batch), err)
 		} else {
 			r.written.Add(float64(len(batch)))
+			r.touchMu.Lock()
 			for _, q := range batch {
-				touched[q.BankID] = true
+				r.touched[q.BankID] = true
 			}
+			r.touchMu.Unlock()
 		}
 		batch = batch[:0]
 	}
-	r.prune(ctx, touched)
 	for {
 		select {
 		case p := <-r.ch:
@@ -204,8 +202,6 @@ func (r *Recorder) Run(ctx context.Context) error {
 			}
 		case <-flush.C:
 			write(ctx)
-		case <-prune.C:
-			r.prune(ctx, touched)
 		case <-ctx.Done():
 			// The calls are over (the API, pipeline and worker stop
 			// first): write what they left, on a context of its own.
@@ -229,24 +225,35 @@ func (r *Recorder) Run(ctx context.Context) error {
 	}
 }
 
-// prune deletes rows past the retention, and the banks written to since
-// the last prune down to their cap (a bank nobody wrote to has not grown).
-func (r *Recorder) prune(ctx context.Context, touched map[string]bool) {
-	banks := make([]string, 0, len(touched))
-	for b := range touched {
-		banks = append(banks, b)
+// Retention is the trace's rule for a retention.Pruner: rows past
+// Retention go, and the banks written to since their last prune are cut
+// to their MaxPerBank newest (a bank nobody wrote to has not grown). A
+// nil Recorder keeps nothing to prune: its rule is off.
+func (r *Recorder) Retention() retention.Rule {
+	rule := retention.Rule{Table: "llm_requests"}
+	if r == nil {
+		return rule
 	}
-	pctx, cancel := context.WithTimeout(ctx, r.cfg.PruneInterval)
-	defer cancel()
-	n, err := r.st.PruneLLMRequests(pctx, time.Now().Add(-r.cfg.Retention), banks, r.cfg.MaxPerBank)
-	r.pruned.Add(float64(n))
-	if err != nil {
-		if ctx.Err() == nil {
-			r.log.Warn("prune llm requests", slog.Any("error", err))
+	rule.Prune = func(ctx context.Context, now time.Time) (int64, error) {
+		r.touchMu.Lock()
+		banks := make([]string, 0, len(r.touched))
+		for b := range r.touched {
+			banks = append(banks, b)
 		}
-		return
+		clear(r.touched)
+		r.touchMu.Unlock()
+		n, err := r.st.PruneLLMRequests(ctx, now.Add(-r.cfg.Retention), banks, r.cfg.MaxPerBank)
+		if err != nil {
+			// Their cap is still owed: the next prune tries them again.
+			r.touchMu.Lock()
+			for _, b := range banks {
+				r.touched[b] = true
+			}
+			r.touchMu.Unlock()
+		}
+		return n, err
 	}
-	clear(touched)
+	return rule
 }
 
 // Stop ends Run, which writes what is buffered, and returns once it has

@@ -25,6 +25,8 @@ type fakeStore struct {
 	rows    []store.LLMRequest
 	fail    error
 	pruned  [][]string
+	before  time.Time
+	keep    int
 	written chan struct{}
 }
 
@@ -46,6 +48,10 @@ func (f *fakeStore) PruneLLMRequests(ctx context.Context, before time.Time, bank
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.pruned = append(f.pruned, banks)
+	f.before, f.keep = before, keep
+	if f.fail != nil {
+		return 0, f.fail
+	}
 	return 0, nil
 }
 
@@ -203,36 +209,57 @@ func TestNeverBlocksTheCall(t *testing.T) {
 	}
 }
 
-// TestPrunesWrittenBanks checks that a prune names the banks written
-// since the last one.
+// TestPrunesWrittenBanks checks that the trace's rule cuts the banks
+// written since its last run, and names a bank again after a failed one.
 func TestPrunesWrittenBanks(t *testing.T) {
 	srv := fakeLLM(t)
 	st := &fakeStore{written: make(chan struct{}, 16)}
-	r := newRecorder(t, st, nil, Config{FlushInterval: time.Hour, PruneInterval: 20 * time.Millisecond, BatchSize: 1})
+	r := newRecorder(t, st, nil, Config{FlushInterval: time.Hour, BatchSize: 1, MaxPerBank: 7, Retention: time.Hour})
+	rule := r.Retention()
+	if rule.Table != "llm_requests" || rule.Prune == nil {
+		t.Fatalf("rule %+v", rule)
+	}
 	done := make(chan error, 1)
 	go func() { done <- r.Run(context.Background()) }()
 	c := &http.Client{Transport: r.Transport(nil)}
 	do(t, c, Start(context.Background(), "bank-p", "retain"), "POST", srv.URL+"/v1/chat/completions", `{}`)
 	<-st.written
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		st.mu.Lock()
-		named := len(st.pruned) > 0 && len(st.pruned[len(st.pruned)-1]) == 1 && st.pruned[len(st.pruned)-1][0] == "bank-p"
-		st.mu.Unlock()
-		if named {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no prune named bank-p: %v", st.pruned)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	if err := r.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	<-done
-	if n := len(st.all()); n != 1 {
-		t.Fatalf("%d rows", n)
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	st.mu.Lock()
+	st.fail = errors.New("down")
+	st.mu.Unlock()
+	if _, err := rule.Prune(context.Background(), now); err == nil {
+		t.Fatal("a failed prune returned no error")
+	}
+	st.mu.Lock()
+	st.fail = nil
+	st.mu.Unlock()
+	for range 2 {
+		if _, err := rule.Prune(context.Background(), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	// The failed prune, its retry, then nothing written since.
+	want := [][]string{{"bank-p"}, {"bank-p"}, {}}
+	if len(st.pruned) != len(want) {
+		t.Fatalf("prunes named %v; want %v", st.pruned, want)
+	}
+	for i := range want {
+		if strings.Join(st.pruned[i], ",") != strings.Join(want[i], ",") {
+			t.Errorf("prune %d named %v; want %v (all: %v)", i, st.pruned[i], want[i], st.pruned)
+		}
+	}
+	if !st.before.Equal(now.Add(-time.Hour)) || st.keep != 7 {
+		t.Errorf("pruned before %s keeping %d; want %s and 7", st.before, st.keep, now.Add(-time.Hour))
+	}
+	if rule := (*Recorder)(nil).Retention(); rule.Prune != nil {
+		t.Error("a nil recorder's rule prunes")
 	}
 }
 
