@@ -158,6 +158,11 @@ type HTTP struct {
 	// (mental-model refresh, export, import, clone) between renewals; when
 	// the replica dies, another takes the operation back after this.
 	OperationLease time.Duration `yaml:"operation_lease"`
+	// AuditRetention is how long an entry of a bank's API audit log (GET
+	// …/audit-logs) is kept; older ones are pruned every minute. 0 keeps
+	// them forever, as Hindsight does by default (where the log is off by
+	// default; memstream's is always on).
+	AuditRetention time.Duration `yaml:"audit_retention"`
 }
 
 // Auth configures bearer-key access control.
@@ -309,6 +314,11 @@ type Defense struct {
 	EnablePhone bool `yaml:"enable_phone"`
 	// AuditSalt salts the fingerprints of audited findings.
 	AuditSalt string `yaml:"audit_salt"`
+	// AuditRetention is how long a finding stays in the defense audit
+	// (label, action and fingerprint, never the value); older ones are
+	// pruned every minute. The audit may be a compliance record: the
+	// default is 90 days, and 0 keeps it forever.
+	AuditRetention time.Duration `yaml:"audit_retention"`
 }
 
 // Consolidation configures the background workers.
@@ -376,6 +386,8 @@ func Default() Config {
 			ReadTimeout:    30 * time.Second,
 			WriteTimeout:   120 * time.Second,
 			OperationLease: 30 * time.Second,
+			// 30 days: the audit-logs stats route's 30d period is whole.
+			AuditRetention: 30 * 24 * time.Hour,
 		},
 		LLM: LLM{
 			Provider:      "offline",
@@ -407,7 +419,7 @@ func Default() Config {
 			UnitChunks:       16,
 			MaxEventSeconds:  120,
 		},
-		Defense: Defense{DefaultAction: "redact"},
+		Defense: Defense{DefaultAction: "redact", AuditRetention: 90 * 24 * time.Hour},
 		Consolidation: Consolidation{
 			Enabled:                true,
 			Workers:                2,
@@ -528,6 +540,7 @@ func (c *Config) Validate() error {
 	}
 	add(positiveDur("http.read_timeout", c.HTTP.ReadTimeout))
 	add(positiveDur("http.write_timeout", c.HTTP.WriteTimeout))
+	add(retention("http.audit_retention", c.HTTP.AuditRetention))
 	if c.HTTP.OperationLease < time.Second {
 		add(fieldErr("http.operation_lease", "must be at least 1s, got %s", c.HTTP.OperationLease))
 	}
@@ -627,6 +640,7 @@ func (c *Config) Validate() error {
 	default:
 		add(fieldErr("defense.default_action", "must be allow, redact or block, got %q", c.Defense.DefaultAction))
 	}
+	add(retention("defense.audit_retention", c.Defense.AuditRetention))
 
 	add(positive("consolidation.workers", c.Consolidation.Workers))
 	add(positive("consolidation.batch_size", c.Consolidation.BatchSize))
@@ -648,6 +662,14 @@ func (c *Config) Validate() error {
 func positive(key string, v int) error {
 	if v <= 0 {
 		return fieldErr(key, "must be positive, got %d", v)
+	}
+	return nil
+}
+
+// retention checks a keep-for duration where 0 means forever.
+func retention(key string, d time.Duration) error {
+	if d < 0 {
+		return fieldErr(key, "must not be negative (0 keeps forever), got %s", d)
 	}
 	return nil
 }

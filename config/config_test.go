@@ -35,6 +35,10 @@ func TestFullFileValues(t *testing.T) {
 	if cfg.Embed.Dim != 768 || cfg.LLM.Provider != "openai" {
 		t.Errorf("providers = %+v %+v", cfg.Embed, cfg.LLM)
 	}
+	// 0 keeps the defense audit forever; it is not the 90-day default.
+	if cfg.HTTP.AuditRetention != 90*24*time.Hour || cfg.Defense.AuditRetention != 0 {
+		t.Errorf("audit retentions = %s, %s; want 2160h and 0 (forever)", cfg.HTTP.AuditRetention, cfg.Defense.AuditRetention)
+	}
 	// Defaults survive for keys the file does not name.
 	if cfg.Kafka.Group != "memstream-ingest" || cfg.Pipeline.ChunkMaxChars != 3000 {
 		t.Errorf("defaults lost: %+v", cfg)
@@ -57,6 +61,8 @@ func TestBadFiles(t *testing.T) {
 		"local-dim.bad.yml":        "embed.dim",
 		"trace-cap.bad.yml":        "llm.trace_max_per_bank",
 		"trace-retention.bad.yml":  "llm.trace_retention",
+		"audit-retention.bad.yml":  "http.audit_retention",
+		"defense-audit.bad.yml":    "defense.audit_retention",
 	}
 	files, _ := filepath.Glob("testdata/*.bad.yml")
 	if len(files) != len(want) {
