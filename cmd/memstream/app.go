@@ -37,6 +37,7 @@ import (
 	"github.com/memstream/memstream/recallapi"
 	"github.com/memstream/memstream/reflect"
 	"github.com/memstream/memstream/rerank"
+	"github.com/memstream/memstream/retention"
 	"github.com/memstream/memstream/simscale"
 	"github.com/memstream/memstream/store"
 	"github.com/memstream/memstream/tokens"
@@ -62,9 +63,11 @@ type app struct {
 	runWorker bool
 	// bankIdx keeps the largest banks' own HNSW indexes (worker role).
 	bankIdx *bankindex.Maintainer
-	// trace records the LLM requests of every bank (nil: no LLM, or
+	// trace records the LLM requests of every bank (nil:
 	// llm.trace_max_per_bank 0).
 	trace *llmtrace.Recorder
+	// prune bounds the trace and the audit tables (every role).
+	prune *retention.Pruner
 	ops   *ops.Server
 	// apiAddr receives the bound HTTP address once listening.
 	apiAddr chan string
@@ -251,11 +254,15 @@ func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometh
 	if err != nil {
 		return a, err
 	}
-	if cfg.LLM.Provider == "openai" {
-		if a.trace, err = llmtrace.New(llmtrace.Deps{Store: a.st, Registerer: reg, Logger: log.With("component", "llmtrace")}, llmtrace.Config{
-			Provider: cfg.LLM.Provider, Model: cfg.LLM.Model, Retention: cfg.LLM.TraceRetention, MaxPerBank: cfg.LLM.TraceMaxPerBank}); err != nil {
-			return a, err
-		}
+	// Also without an LLM: what an earlier run with one recorded is still
+	// pruned (offline sends no requests, so nothing new is recorded).
+	if a.trace, err = llmtrace.New(llmtrace.Deps{Store: a.st, Registerer: reg, Logger: log.With("component", "llmtrace")}, llmtrace.Config{
+		Provider: cfg.LLM.Provider, Model: cfg.LLM.Model, Retention: cfg.LLM.TraceRetention, MaxPerBank: cfg.LLM.TraceMaxPerBank}); err != nil {
+		return a, err
+	}
+	// Every process prunes, whatever its roles (see package retention).
+	if a.prune, err = retention.New(retention.Deps{Registerer: reg, Logger: log.With("component", "retention")}, retention.Config{}, a.trace.Retention(), retention.Age("audit_log", cfg.HTTP.AuditRetention, a.st.PruneAudit), retention.Age("defense_audit", cfg.Defense.AuditRetention, a.st.PruneDefenseAudit)); err != nil {
+		return a, err
 	}
 	// Reflect and consolidation reach the LLM holding a slot of the gate,
 	// each request recorded in its bank's trace.
@@ -540,6 +547,7 @@ func (a *app) run(ctx context.Context) error {
 		// After every caller of the LLM has stopped: it writes their last rows.
 		g.Add(lifetime.Named("llm trace", a.trace.Run, runCtx), lifetime.Interrupt("llm trace", a.trace.Stop, sctxOf, a.log))
 	}
+	g.Add(lifetime.Named("retention", a.prune.Run, runCtx), lifetime.Interrupt("retention", a.prune.Stop, sctxOf, a.log))
 	if a.ops != nil {
 		g.Add(lifetime.Named("http", a.ops.Run, runCtx), lifetime.Interrupt("http", a.ops.Stop, sctxOf, a.log))
 	}
