@@ -60,11 +60,13 @@ type Message struct {
 // from Kafka (SPEC §3). DocumentID is the session id, so that recall
 // results can be traced back to a session through their document_id. An
 // event that holds one message of a longer session says which turn it is
-// in its TurnOffsetKey metadata.
+// in its TurnOffsetKey metadata. Context is empty in a generated dataset;
+// a run's BenchmarkConfig.Context sets it on every event.
 type Event struct {
 	BankID     string            `json:"bank_id"`
 	EventID    string            `json:"event_id"`
 	DocumentID string            `json:"document_id"`
+	Context    string            `json:"context,omitempty"`
 	Messages   []Message         `json:"messages"`
 	Tags       []string          `json:"tags,omitempty"`
 	Metadata   map[string]string `json:"metadata,omitempty"`

@@ -60,15 +60,14 @@ func TranscriptLine(m Message) string {
 // as the document, the event's id as the item's event_id, and the event's
 // metadata and tags. The metadata carries the turn offset of a
 // per-message event, which is what lets a stored fact be traced to its
-// turn. It sets no context: the events have none, and an item's context
-// is part of every fact's embedded text, so a label on one path only
-// would measure the label, not the path.
+// turn. Its context is the event's, empty unless the run sets a label
+// (BenchmarkConfig.Context), which then reaches both paths alike.
 func RetainItemOf(e Event) RetainItem {
 	lines := make([]string, len(e.Messages))
 	for i, m := range e.Messages {
 		lines[i] = TranscriptLine(m)
 	}
-	it := RetainItem{Content: strings.Join(lines, "\n"), EventID: e.EventID, DocumentID: e.DocumentID, Metadata: e.Metadata, Tags: e.Tags}
+	it := RetainItem{Content: strings.Join(lines, "\n"), EventID: e.EventID, Context: e.Context, DocumentID: e.DocumentID, Metadata: e.Metadata, Tags: e.Tags}
 	if len(e.Messages) > 0 && !e.Messages[0].Timestamp.IsZero() {
 		it.Timestamp = e.Messages[0].Timestamp.UTC().Format(time.RFC3339)
 	}

@@ -37,11 +37,11 @@ func TestRetainItemOfSession(t *testing.T) {
 
 func TestRetainItemOfMessage(t *testing.T) {
 	ts := time.Date(2025, 3, 1, 10, 2, 30, 0, time.UTC)
-	e := Event{BankID: "b", DocumentID: "b-s03", Metadata: map[string]string{TurnOffsetKey: "5"}, Messages: []Message{
+	e := Event{BankID: "b", DocumentID: "b-s03", Context: "chat conversation", Metadata: map[string]string{TurnOffsetKey: "5"}, Messages: []Message{
 		{Role: "assistant", Name: "Assistant", Content: "Try the night train.", Timestamp: ts},
 	}}
 	it := RetainItemOf(e)
-	if it.Content != "[2025-03-01T10:02:30Z] Assistant (assistant): Try the night train." || it.Timestamp != "2025-03-01T10:02:30Z" || it.Metadata[TurnOffsetKey] != "5" || it.DocumentID != "b-s03" {
+	if it.Content != "[2025-03-01T10:02:30Z] Assistant (assistant): Try the night train." || it.Timestamp != "2025-03-01T10:02:30Z" || it.Metadata[TurnOffsetKey] != "5" || it.DocumentID != "b-s03" || it.Context != "chat conversation" {
 		t.Fatalf("item %+v", it)
 	}
 }

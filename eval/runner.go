@@ -68,8 +68,12 @@ type BenchmarkConfig struct {
 	IngestTimeout time.Duration
 	// Ingest is IngestKafka (default) or IngestRetain; RetainConcurrency
 	// is how many banks retain at once (default 8).
-	Ingest               string
-	RetainConcurrency    int
+	Ingest            string
+	RetainConcurrency int
+	// Context is the label sent with every event (the Kafka event's
+	// context, the retain item's), the way a Hindsight client sends one
+	// context with every item; empty sends none, as generated.
+	Context              string
 	ConsolidationTimeout time.Duration
 	ConsolidationStall   time.Duration
 	// NoFiles skips writing report files (a test that needs the numbers
@@ -149,6 +153,8 @@ type Outcome struct {
 	// IngestRetain); Facts how many facts the banks hold after it.
 	Ingest string `json:"ingest"`
 	Facts  int    `json:"facts"`
+	// Context is the label the events carried (BenchmarkConfig.Context).
+	Context string `json:"context,omitempty"`
 }
 
 // PartOutcome is everything measured on one part of the dataset.
@@ -190,9 +196,14 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 		return nil, err
 	}
 	eventsFile := filepath.Join(cfg.Dir, EventsFile)
-	if cfg.Part != "" {
-		if d, err = d.onePart(cfg.Part); err != nil {
-			return nil, err
+	if cfg.Part != "" || cfg.Context != "" {
+		if cfg.Part != "" {
+			if d, err = d.onePart(cfg.Part); err != nil {
+				return nil, err
+			}
+		}
+		for i := range d.Events {
+			d.Events[i].Context = cfg.Context
 		}
 		tmp, err := os.MkdirTemp("", "memstream-eval-part-")
 		if err != nil {
@@ -211,7 +222,7 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 		return nil, err
 	}
 	defer api.Close()
-	out := &Outcome{Manifest: d.Manifest, MeasuredAt: time.Now().UTC().Format(time.RFC3339), Ingest: cfg.Ingest}
+	out := &Outcome{Manifest: d.Manifest, MeasuredAt: time.Now().UTC().Format(time.RFC3339), Ingest: cfg.Ingest, Context: cfg.Context}
 
 	expected := map[string]int{}
 	for _, e := range d.Events {
@@ -229,7 +240,11 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(stdout, "== sent %d events of %d banks (%s); waiting until they are stored …\n", n, len(expected), cfg.Ingest)
+		label := ""
+		if cfg.Context != "" {
+			label = fmt.Sprintf(", context %q", cfg.Context)
+		}
+		fmt.Fprintf(stdout, "== sent %d events of %d banks (%s%s); waiting until they are stored …\n", n, len(expected), cfg.Ingest, label)
 		if out.DeadLetters, err = waitIngested(ctx, api.Stats, expected, cfg.IngestTimeout); err != nil {
 			return nil, err
 		}

@@ -67,6 +67,7 @@ func cmdEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	part := fs.String("part", "", "run one part only: heldout or tuning (default: every part of the dataset)")
 	noBaselines := fs.Bool("no-baselines", false, "skip the BM25 and dense baselines over the raw turns")
 	ingest := fs.String("ingest", eval.IngestKafka, "how events reach memstream: kafka (produced to its topic) or retain (HTTP retain, one call per session or message, as a Hindsight client user sends them)")
+	label := fs.String("context", "", "context label sent with every event (Kafka) or retain item, as a Hindsight client sends one (e.g. \"chat conversation\"); default none")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, eval.Usage+"\nFlags of run:\n")
 		fs.PrintDefaults()
@@ -93,7 +94,7 @@ func cmdEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Dir: dir, Token: os.Getenv("MEMSTREAM_API_KEY"), SkipIngest: *skip,
 		Arms: strings.FieldsFunc(*arms, func(r rune) bool { return r == ',' || r == ' ' }), Fusion: *fusion, Ablation: *ablation, MaxTokens: *maxTokens, Concurrency: *conc,
 		IngestTimeout: *ingestTimeout, ConsolidationTimeout: *consTimeout, ConsolidationStall: *consStall,
-		Part: *part, NoBaselines: *noBaselines, Out: stdout, Ingest: *ingest,
+		Part: *part, NoBaselines: *noBaselines, Out: stdout, Ingest: *ingest, Context: *label,
 	}}
 	if opts.Part != "" && opts.Part != eval.PartHeldOut && opts.Part != eval.PartTuning {
 		return fmt.Errorf("eval run: --part %q is not heldout or tuning", opts.Part)
