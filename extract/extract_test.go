@@ -424,3 +424,44 @@ func offline(t testing.TB, cfg OfflineConfig) *Offline {
 	}
 	return o
 }
+
+// An assistant fact quotes the user turn it answers in its context and in
+// its embedded text; the event's context label is stored and shown with
+// it but never embedded, so a label every item carries adds nothing to
+// the vectors.
+func TestEmbeddingTextKeepsTheReplyNotTheLabel(t *testing.T) {
+	ts := time.Date(2025, 3, 1, 18, 0, 0, 0, time.UTC)
+	o := offline(t, OfflineConfig{})
+	out, err := o.Extract(context.Background(), []Input{{Context: "chat conversation", Parts: []chunk.Part{
+		{MessageIndex: 0, Role: "user", Name: "Rui", Timestamp: ts, Text: "Which wine goes with lamb for the dinner party?"},
+		{MessageIndex: 1, Role: "assistant", Name: "Assistant", Timestamp: ts.Add(time.Minute), Text: "A Syrah would stand up nicely to the lamb."},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var user, answer *Fact
+	for i := range out[0] {
+		switch out[0][i].MessageIndex {
+		case 0:
+			user = &out[0][i]
+		case 1:
+			answer = &out[0][i]
+		}
+	}
+	if user == nil || answer == nil {
+		t.Fatalf("facts %+v: want one from each message", out[0])
+	}
+	const reply = "In reply to Rui: Which wine goes with lamb for the dinner party?"
+	if answer.ReplyTo != reply {
+		t.Errorf("reply_to %q, want %q", answer.ReplyTo, reply)
+	}
+	if answer.Context != "chat conversation\n"+reply {
+		t.Errorf("context %q: want the label, then the reply quote", answer.Context)
+	}
+	if got := answer.EmbeddingText(); got != reply+"\n"+answer.Text {
+		t.Errorf("answer embedded as %q: want the reply quote and the text, without the label", got)
+	}
+	if user.Context != "chat conversation" || user.ReplyTo != "" || user.EmbeddingText() != user.Text {
+		t.Errorf("question: context %q, reply_to %q, embedded as %q: want the label stored, the text alone embedded", user.Context, user.ReplyTo, user.EmbeddingText())
+	}
+}

@@ -67,23 +67,33 @@ type Fact struct {
 	OccurredEnd   *time.Time `json:"occurred_end,omitempty"`
 	// MentionedAt is when it was said: the message timestamp, always.
 	MentionedAt time.Time `json:"mentioned_at"`
-	// Context and Tags are copied from the event; tags scope recall.
+	// Context is what is stored and shown as the fact's context: the
+	// event's label, then ReplyTo. Tags are copied from the event; they
+	// scope recall.
 	Context string   `json:"context,omitempty"`
 	Tags    []string `json:"tags,omitempty"`
+	// ReplyTo quotes the turn the fact's message answers ("In reply to
+	// Freya: …"), empty when it answers none (ReplyContexts). It is part
+	// of the embedded text; the event's label is not.
+	ReplyTo string `json:"reply_to,omitempty"`
 	// MessageIndex is the index of the message of the event it came from,
 	// part of the fact's idempotency key.
 	MessageIndex int `json:"message_index"`
 }
 
-// EmbeddingText is what the fact is embedded as: its context (the turn it
-// answers, the event's label) before its text, so an answer is found by a
-// question about what was asked ("what bottle did you suggest for the
-// dinner?" → "A Syrah would stand up to the lamb", asked about a dinner).
+// EmbeddingText is what the fact is embedded as: the turn it answers
+// before its text, so an answer is found by a question about what was
+// asked ("what bottle did you suggest for the dinner?" → "A Syrah would
+// stand up to the lamb", asked about a dinner). The event's context label
+// is left out: one label on every item of a bank ("chat conversation")
+// adds the same component to all their vectors, which compresses their
+// cosines (consolidation folds more, a preference stated in passing drops
+// out of the head). Hindsight too embeds a fact without the item's context.
 func (f Fact) EmbeddingText() string {
-	if f.Context == "" {
+	if f.ReplyTo == "" {
 		return f.Text
 	}
-	return f.Context + "\n" + f.Text
+	return f.ReplyTo + "\n" + f.Text
 }
 
 // Input is one chunk to extract from.

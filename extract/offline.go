@@ -100,18 +100,10 @@ func (o *Offline) extract(in Input) []Fact {
 		}
 	}
 	var facts []Fact
-	// prev is the last message before the current part, from History or
-	// the chunk: what a reply answers.
-	var prev *chunk.Part
-	if n := len(in.History); n > 0 {
-		prev = &in.History[n-1]
-	}
+	replies := ReplyContexts(in)
 	for pi := range in.Parts {
 		p := in.Parts[pi]
-		replyTo := replyContext(prev, p)
-		if prev == nil || prev.MessageIndex != p.MessageIndex || prev.Name != p.Name {
-			prev = &in.Parts[pi]
-		}
+		replyTo := replies[pi]
 		if o.skipRoles[p.Role] {
 			continue
 		}
@@ -131,7 +123,7 @@ func (o *Offline) extract(in Input) []Fact {
 			mk := func(text string, inherit bool) Fact {
 				f := o.fact(text, p, label, &finder, in)
 				if replyTo != "" {
-					f.Context = joinContext(f.Context, replyTo)
+					f.ReplyTo, f.Context = replyTo, JoinContext(f.Context, replyTo)
 				}
 				if f.OccurredStart == nil && inherit {
 					setOccurred(&f, sentTime())
@@ -168,6 +160,26 @@ func (o *Offline) extract(in Input) []Fact {
 // maxReplyContext bounds the quoted turn a reply carries, in runes.
 const maxReplyContext = 300
 
+// ReplyContexts returns, for each of in.Parts, the quote of the turn it
+// answers (replyContext), for its facts' ReplyTo: the last message before
+// the part, from History or the chunk. Every extractor uses it, so the
+// offline and the LLM facts of a message quote the same turn.
+func ReplyContexts(in Input) []string {
+	out := make([]string, len(in.Parts))
+	var prev *chunk.Part
+	if n := len(in.History); n > 0 {
+		prev = &in.History[n-1]
+	}
+	for pi := range in.Parts {
+		p := in.Parts[pi]
+		out[pi] = replyContext(prev, p)
+		if prev == nil || prev.MessageIndex != p.MessageIndex || prev.Name != p.Name {
+			prev = &in.Parts[pi]
+		}
+	}
+	return out
+}
+
 // replyContext is the context a part's facts carry about the turn they
 // answer: an assistant's (or tool's) part carries the message before it
 // when someone else said it; a user's part carries the message before it
@@ -197,10 +209,11 @@ func replyContext(prev *chunk.Part, p chunk.Part) string {
 	return "In reply to " + speakerLabel(*prev) + ": " + t
 }
 
-// joinContext appends the reply context to an event's context label.
-func joinContext(ctx, reply string) string {
-	if ctx == "" {
-		return reply
+// JoinContext appends a reply quote to an event's context label: the
+// context a fact stores and shows.
+func JoinContext(ctx, reply string) string {
+	if ctx == "" || reply == "" {
+		return ctx + reply
 	}
 	return ctx + "\n" + reply
 }

@@ -256,13 +256,14 @@ func checkLLMFacts(t *testing.T, in []extract.Input, out [][]extract.Fact) {
 		if len(fs) != len(in[i].Parts) {
 			t.Fatalf("input %d: %d facts, want %d: %+v", i, len(fs), len(in[i].Parts), fs)
 		}
+		replies := extract.ReplyContexts(in[i])
 		for j, f := range fs {
 			p := in[i].Parts[j]
 			if f.Text != "LLM: "+p.Text || f.MessageIndex != p.MessageIndex || !f.MentionedAt.Equal(p.Timestamp) {
 				t.Errorf("input %d fact %d = %+v, want the LLM fact of %+v", i, j, f, p)
 			}
-			if !reflect.DeepEqual(f.Tags, []string{"project:apollo"}) || f.Context != "ctx" {
-				t.Errorf("input %d fact %d: tags %v context %q, want the event's", i, j, f.Tags, f.Context)
+			if !reflect.DeepEqual(f.Tags, []string{"project:apollo"}) || f.Context != extract.JoinContext("ctx", replies[j]) || f.ReplyTo != replies[j] {
+				t.Errorf("input %d fact %d: tags %v context %q reply_to %q, want the event's and the turn answered", i, j, f.Tags, f.Context, f.ReplyTo)
 			}
 		}
 	}

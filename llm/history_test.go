@@ -22,6 +22,7 @@ func TestHistoryReachesTheModel(t *testing.T) {
 	at := time.Date(2025, 3, 1, 18, 0, 0, 0, time.UTC)
 	long := strings.Repeat("x", 3000) + " which wine goes with lamb?"
 	in := []extract.Input{{
+		Context: "chat conversation",
 		History: []chunk.Part{
 			{MessageIndex: -1, Role: "user", Name: "Rui", Timestamp: at, Text: "I'm cooking lamb for six on Saturday."},
 			{MessageIndex: -1, Role: "user", Name: "Rui", Timestamp: at.Add(time.Minute), Text: long},
@@ -36,6 +37,22 @@ func TestHistoryReachesTheModel(t *testing.T) {
 	}
 	if len(out) != 2 || len(out[0]) != 1 || out[0][0].Text != "LLM: Go for a Syrah." {
 		t.Fatalf("facts %+v: want one fact from the chunk's own message", out)
+	}
+	// The fact quotes the turn it answers, as an offline fact does: in
+	// its context after the event's label, and in its embedded text
+	// without the label.
+	syrah := out[0][0]
+	if !strings.HasPrefix(syrah.ReplyTo, "In reply to Rui: ") || !strings.HasSuffix(syrah.ReplyTo, "which wine goes with lamb?") {
+		t.Errorf("reply_to %q: want the quote of Rui's question", syrah.ReplyTo)
+	}
+	if syrah.Context != "chat conversation\n"+syrah.ReplyTo {
+		t.Errorf("context %q: want the label, then the reply quote", syrah.Context)
+	}
+	if got := syrah.EmbeddingText(); got != syrah.ReplyTo+"\n"+syrah.Text {
+		t.Errorf("embedded as %q: want the reply quote and the text, without the label", got)
+	}
+	if out[1][0].ReplyTo != "" || out[1][0].EmbeddingText() != out[1][0].Text {
+		t.Errorf("a first message with no history: reply_to %q, embedded as %q", out[1][0].ReplyTo, out[1][0].EmbeddingText())
 	}
 	if len(f.requests) != 1 {
 		t.Fatalf("%d calls, want 1", len(f.requests))

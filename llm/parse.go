@@ -92,8 +92,9 @@ func parseResponse(content string, in []extract.Input) ([][]extract.Fact, error)
 
 func convertChunk(wfs []wireFact, in extract.Input) ([]extract.Fact, error) {
 	facts := make([]extract.Fact, 0, len(wfs))
+	replies := extract.ReplyContexts(in)
 	for i, wf := range wfs {
-		f, err := convertFact(wf, in)
+		f, err := convertFact(wf, in, replies)
 		if err != nil {
 			return nil, fmt.Errorf("fact %d: %w", i, err)
 		}
@@ -105,7 +106,10 @@ func convertChunk(wfs []wireFact, in extract.Input) ([]extract.Fact, error) {
 	return facts, nil
 }
 
-func convertFact(wf wireFact, in extract.Input) (extract.Fact, error) {
+// convertFact makes a wire fact an extract.Fact of chunk in; replies are
+// the chunk's extract.ReplyContexts, so a fact quotes the turn its message
+// answers as the offline extractor's facts do.
+func convertFact(wf wireFact, in extract.Input, replies []string) (extract.Fact, error) {
 	pi := slices.IndexFunc(in.Parts, func(p chunk.Part) bool { return p.MessageIndex == wf.MessageIndex })
 	if pi < 0 {
 		return extract.Fact{}, fmt.Errorf("message_index %d is not a message of the chunk", wf.MessageIndex)
@@ -126,6 +130,9 @@ func convertFact(wf wireFact, in extract.Input) (extract.Fact, error) {
 	}
 	if f.Context == "" {
 		f.Context = strings.TrimSpace(wf.Context)
+	}
+	if r := replies[pi]; r != "" {
+		f.ReplyTo, f.Context = r, extract.JoinContext(f.Context, r)
 	}
 	if f.MentionedAt.IsZero() && wf.MentionedAt != nil {
 		t, err := parseTime(*wf.MentionedAt)
