@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgvector/pgvector-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/memstream/memstream/embed"
@@ -21,14 +22,17 @@ import (
 // stand up nicely to it."). The pipeline hands the extractor the message
 // before it (from memory within a run, from the store after a restart),
 // so the answer's fact carries the request as context and in its
-// embedding, and a question about the request finds it.
+// embedding, and a question about the request finds it. Every event
+// carries the label "chat conversation", as a Hindsight client's items
+// do: it is stored in the context but kept out of the embedding.
 func TestAnswerFoundByTheRequestOverPerMessageEvents(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	at := time.Date(2025, 5, 2, 18, 0, 0, 0, time.UTC)
+	const label = "chat conversation"
 	msg := func(doc string, i int, role, name, text string) []byte {
 		b, _ := json.Marshal(map[string]any{
-			"bank_id": "ana", "event_id": fmt.Sprintf("%s-%d", doc, i), "document_id": doc,
+			"bank_id": "ana", "event_id": fmt.Sprintf("%s-%d", doc, i), "document_id": doc, "context": label,
 			"messages": []map[string]string{{"role": role, "name": name, "content": text,
 				"timestamp": at.Add(time.Duration(i) * time.Minute).Format(time.RFC3339)}},
 		})
@@ -74,15 +78,29 @@ func TestAnswerFoundByTheRequestOverPerMessageEvents(t *testing.T) {
 	}
 	h.waitEvents(3+2*len(others), 60*time.Second)
 
-	var ctxText string
+	var ctxText, text string
 	if err := pgtest.DB(h.st).QueryRow(context.Background(),
-		`SELECT context FROM memory_units WHERE bank_id = 'ana' AND text LIKE '%Syrah%'`).Scan(&ctxText); err != nil {
+		`SELECT context, text FROM memory_units WHERE bank_id = 'ana' AND text LIKE '%Syrah%'`).Scan(&ctxText, &text); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(ctxText, "slow-roasted lamb") {
-		t.Errorf("the answer's context %q does not carry the request", ctxText)
+	reply, labelled := strings.CutPrefix(ctxText, label+"\n")
+	if !labelled || !strings.Contains(reply, "slow-roasted lamb") {
+		t.Fatalf("the answer's context %q is not the label, then the request", ctxText)
 	}
 	emb, _ := embed.NewHash(64)
+	vecs, err := emb.EmbedDocuments(context.Background(), []string{reply + "\n" + text, ctxText + "\n" + text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dReply, dLabel float64
+	if err := pgtest.DB(h.st).QueryRow(context.Background(),
+		`SELECT embedding <=> $1, embedding <=> $2 FROM memory_units WHERE bank_id = 'ana' AND text LIKE '%Syrah%'`,
+		pgvector.NewHalfVector(vecs[0]), pgvector.NewHalfVector(vecs[1])).Scan(&dReply, &dLabel); err != nil {
+		t.Fatal(err)
+	}
+	if dReply > 1e-3 || dLabel <= dReply {
+		t.Errorf("the answer's vector is at cosine distance %.4f from the request and the text, %.4f from the label, the request and the text: want the first", dReply, dLabel)
+	}
 	rc, err := recall.New(recall.Deps{Store: h.st, Embedder: emb, Logger: h.log}, recall.Config{})
 	if err != nil {
 		t.Fatal(err)
