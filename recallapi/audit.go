@@ -24,16 +24,12 @@ func (s *Server) audit(r *http.Request, route string, status int, start time.Tim
 	if k := callerKey(r); k != nil {
 		meta["api_key_name"] = k.name
 	}
-	action := route
-	if route == "retain" || route == "recall" || route == "reflect" {
-		action = route
-	}
-	e := store.AuditEntry{ID: uuid.New(), BankID: &bank, Action: action, Transport: transportOf(r.Context()), Status: status, StartedAt: start,
+	e := store.AuditEntry{ID: uuid.New(), BankID: &bank, Action: route, Transport: transportOf(r.Context()), Status: status, StartedAt: start,
 		EndedAt: time.Now(), Metadata: rawJSON(meta), Request: rawJSON(map[string]any{"query": r.URL.RawQuery})}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
 	defer cancel()
 	if err := s.d.Store.AddAudit(ctx, e); err != nil {
-		s.log.Warn("audit log write failed", "bank_id", bank, "action", action, "error", err)
+		s.log.Warn("audit log write failed", "bank_id", bank, "action", route, "error", err)
 	}
 }
 

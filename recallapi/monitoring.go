@@ -61,8 +61,8 @@ func (s *Server) liveness(w http.ResponseWriter, _ *http.Request) error {
 func (s *Server) version(w http.ResponseWriter, _ *http.Request) error {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"api_version": APIVersion, "memstream_version": s.cfg.Version,
-		"features": map[string]bool{"observations": true, "mcp": false, "worker": true, "bank_config_api": true, "bank_llm_health": true,
-			"file_upload_api": true, "document_export_api": true, "document_import_api": true, "audit_log": true, "llm_trace": false,
+		"features": map[string]bool{"observations": true, "mcp": true, "worker": s.cfg.Worker, "bank_config_api": true, "bank_llm_health": true,
+			"file_upload_api": true, "document_export_api": true, "document_import_api": true, "audit_log": true, "llm_trace": s.cfg.LLMTrace,
 			"store_document_text": true},
 	})
 	return nil

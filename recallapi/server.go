@@ -228,6 +228,10 @@ type Config struct {
 	// AllowPrivateWebhooks lets webhooks target loopback, private and
 	// link-local addresses (webhooks.allow_private; default false).
 	AllowPrivateWebhooks bool
+	// LLMTrace and Worker are reported by /version's features: whether
+	// LLM requests are recorded (llm.trace_max_per_bank > 0) and whether
+	// this process consolidates.
+	LLMTrace, Worker bool
 }
 
 // Deps are the server's collaborators.

@@ -86,7 +86,7 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*store
 		}
 		url = pg.URL()
 	}
-	st, err := store.Open(ctx, store.Deps{Logger: log}, store.Config{URL: url, MaxConns: cfg.Database.MaxConns, Dim: cfg.Embed.Dim, Embedder: embedderKey(cfg)})
+	st, err := store.Open(ctx, store.Deps{Logger: log}, store.Config{URL: url, MaxConns: cfg.Database.MaxConns, Dim: cfg.Embed.Dim, Embedder: embed.Key(cfg.Embed)})
 	if err != nil {
 		return nil, pg, err
 	}
@@ -125,67 +125,6 @@ func commandStore(ctx context.Context, path string, sets overrides, stderr io.Wr
 		return cfg, log, nil, nil, err
 	}
 	return cfg, log, st, closeAll, nil
-}
-
-func newEmbedder(cfg config.Config) (embed.Embedder, error) {
-	var inner embed.Embedder
-	switch cfg.Embed.Provider {
-	case "openai":
-		o, err := embed.NewOpenAI(embed.OpenAIDeps{}, embed.OpenAIConfig{BaseURL: cfg.Embed.BaseURL, APIKey: cfg.Embed.APIKey,
-			Model: cfg.Embed.Model, Dim: cfg.Embed.Dim, BatchSize: cfg.Embed.BatchSize,
-			Prefixes: prefixes(cfg.Embed, embed.Prefixes{}), SendInputType: cfg.Embed.SendInputType})
-		if err != nil {
-			return nil, fmt.Errorf("embed: %w", err)
-		}
-		inner = o
-	case "local":
-		l, err := embed.NewLocal(embed.LocalConfig{ModelDir: cfg.Embed.ModelDir, Threads: cfg.Embed.Threads,
-			Prefixes: prefixes(cfg.Embed, embed.Prefixes{})})
-		if err != nil {
-			return nil, err
-		}
-		if l.Dim() != cfg.Embed.Dim {
-			return nil, fmt.Errorf("embed.dim: the local model %s makes %d dimensions, configuration says %d", embed.LocalModelName, l.Dim(), cfg.Embed.Dim)
-		}
-		inner = l
-	default:
-		l, err := embed.NewHash(cfg.Embed.Dim)
-		if err != nil {
-			return nil, fmt.Errorf("embed.dim: %w", err)
-		}
-		inner = l
-	}
-	if cfg.Embed.CacheSize == 0 {
-		return inner, nil
-	}
-	return embed.NewCached(embed.CachedDeps{Inner: inner}, embed.CachedConfig{Size: cfg.Embed.CacheSize})
-}
-
-// prefixes resolves embed.query_prefix and embed.document_prefix against the
-// provider's defaults.
-func prefixes(c config.Embed, def embed.Prefixes) embed.Prefixes {
-	p := def
-	if c.QueryPrefix != config.PrefixAuto {
-		p.Query = c.QueryPrefix
-	}
-	if c.DocumentPrefix != config.PrefixAuto {
-		p.Document = c.DocumentPrefix
-	}
-	return p
-}
-
-// embedderKey names the embedder a similarity scale belongs to, and the one
-// whose vectors a database holds (memstream_meta embed_model): provider,
-// model and dimension.
-func embedderKey(cfg config.Config) string {
-	model := cfg.Embed.Model
-	switch cfg.Embed.Provider {
-	case "local":
-		model = embed.LocalModelName
-	case "hash":
-		model = "hash"
-	}
-	return fmt.Sprintf("%s/%s/%d", cfg.Embed.Provider, model, cfg.Embed.Dim)
 }
 
 // newGate builds the defense gate with the database's fingerprint salt
@@ -238,11 +177,11 @@ func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometh
 	if err := broker.EnsureTopics(ctx, a.prod, int32(cfg.Kafka.EmbeddedPartitions), topics...); err != nil {
 		log.Warn("could not ensure topics (they may be managed externally)", slog.Any("error", err))
 	}
-	emb, err := newEmbedder(cfg)
+	emb, err := embed.FromConfig(cfg.Embed)
 	if err != nil {
 		return a, err
 	}
-	scale, err := simscale.Load(ctx, a.st, emb, embedderKey(cfg))
+	scale, err := simscale.Load(ctx, a.st, emb, embed.Key(cfg.Embed))
 	if err != nil {
 		return a, fmt.Errorf("embed: %w", err)
 	}
@@ -261,7 +200,10 @@ func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometh
 		return a, err
 	}
 	// Every process prunes, whatever its roles (see package retention).
-	if a.prune, err = retention.New(retention.Deps{Registerer: reg, Logger: log.With("component", "retention")}, retention.Config{}, a.trace.Retention(), retention.Age("audit_log", cfg.HTTP.AuditRetention, a.st.PruneAudit), retention.Age("defense_audit", cfg.Defense.AuditRetention, a.st.PruneDefenseAudit)); err != nil {
+	if a.prune, err = retention.New(retention.Deps{Registerer: reg, Logger: log.With("component", "retention")}, retention.Config{},
+		a.trace.Retention(),
+		retention.Age("audit_log", cfg.HTTP.AuditRetention, a.st.PruneAudit),
+		retention.Age("defense_audit", cfg.Defense.AuditRetention, a.st.PruneDefenseAudit)); err != nil {
 		return a, err
 	}
 	// Reflect and consolidation reach the LLM holding a slot of the gate,
@@ -392,6 +334,7 @@ func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometh
 			Addr: cfg.HTTP.Addr, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, RetainWait: cfg.HTTP.RetainWait, MaxEventBytes: cfg.Kafka.MaxEventBytes,
 			ReadTimeout: cfg.HTTP.ReadTimeout, WriteTimeout: cfg.HTTP.WriteTimeout, Auth: cfg.Auth, BasePolicy: basePolicy(cfg), Version: version,
 			OperationLease: cfg.HTTP.OperationLease, AllowPrivateWebhooks: cfg.Webhooks.AllowPrivate,
+			LLMTrace: cfg.LLM.TraceMaxPerBank > 0, Worker: rl.Worker,
 		})
 		if err != nil {
 			return a, err

@@ -8,5 +8,5 @@ import (
 )
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return bench.Command(ctx, bench.CommandDeps{NewEmbedder: newEmbedder, BasePolicy: basePolicy}, args, stdout, stderr)
+	return bench.Command(ctx, bench.CommandDeps{BasePolicy: basePolicy}, args, stdout, stderr)
 }

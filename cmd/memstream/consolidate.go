@@ -15,6 +15,7 @@ import (
 
 	"github.com/memstream/memstream/config"
 	"github.com/memstream/memstream/consolidate"
+	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/recall"
 	"github.com/memstream/memstream/simscale"
 	"github.com/memstream/memstream/store"
@@ -77,7 +78,7 @@ func cmdConsolidate(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	defer closeStore()
-	emb, err := newEmbedder(cfg)
+	emb, err := embed.FromConfig(cfg.Embed)
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func cmdConsolidate(ctx context.Context, args []string, stdout, stderr io.Writer
 				r.Facts, pending, r.Created, r.Updated, r.Invalidated, r.Merged)
 		}
 	}
-	scale, err := simscale.Load(ctx, st, emb, embedderKey(cfg))
+	scale, err := simscale.Load(ctx, st, emb, embed.Key(cfg.Embed))
 	if err != nil {
 		return err
 	}

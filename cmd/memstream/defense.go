@@ -11,6 +11,7 @@ import (
 
 	"github.com/memstream/memstream/defense"
 	"github.com/memstream/memstream/defense/rescan"
+	"github.com/memstream/memstream/embed"
 )
 
 const defenseUsage = `Usage: memstream defense rescan --bank B [--dry-run] [--batch-size N] [--config F] [--set key=value]...
@@ -73,7 +74,7 @@ func cmdDefense(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var emb rescan.Embedder
 	if !*dry {
-		e, err := newEmbedder(cfg)
+		e, err := embed.FromConfig(cfg.Embed)
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/memstream/memstream/broker"
 	"github.com/memstream/memstream/config"
+	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/eval"
 	"github.com/memstream/memstream/pgserver"
 )
@@ -170,7 +171,7 @@ func runEval(ctx context.Context, opts evalRunOptions, stderr io.Writer) (*eval.
 		return broker.ProduceFile(ctx, prod, file, topic, "", stderr)
 	}}
 	if !bc.NoBaselines {
-		emb, err := newEmbedder(opts.Config)
+		emb, err := embed.FromConfig(opts.Config.Embed)
 		if err != nil {
 			return nil, err
 		}

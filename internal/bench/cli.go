@@ -24,11 +24,10 @@ Each benchmark prints one JSON line. Speeds come with the ratio to a
 baseline measured in the same run on the same data (SPEC §7).`
 
 // CommandDeps are what the benchmarks' command line needs from main: the
-// embedder and base defense policy a configuration selects, so that a
-// benchmark builds what serve builds.
+// base defense policy a configuration selects, so that a benchmark builds
+// what serve builds (its embedder comes from embed.FromConfig, as serve's).
 type CommandDeps struct {
-	NewEmbedder func(config.Config) (embed.Embedder, error)
-	BasePolicy  func(config.Config) defense.Policy
+	BasePolicy func(config.Config) defense.Policy
 }
 
 // Command runs `memstream bench NAME [flags]`.
@@ -136,7 +135,7 @@ func ingestCommand(ctx context.Context, deps CommandDeps, args []string, stdout,
 		// No cache: the synthetic events repeat their sentences, and a
 		// cache would hide what the model costs per fact.
 		cfg.Embed.Dim, cfg.Embed.CacheSize = dim, 0
-		return deps.NewEmbedder(cfg)
+		return embed.FromConfig(cfg.Embed)
 	}, BasePolicy: deps.BasePolicy(config.Default())}
 	return RunIngest(ctx, ideps, f, stdout, stderr)
 }
@@ -186,7 +185,7 @@ func consolidateCommand(ctx context.Context, deps CommandDeps, args []string, st
 		if dim > 0 {
 			cfg.Embed.Dim = dim
 		}
-		return deps.NewEmbedder(cfg)
+		return embed.FromConfig(cfg.Embed)
 	}, BasePolicy: deps.BasePolicy(config.Default())}
 	return RunConsolidate(ctx, ideps, c, stdout, stderr)
 }
@@ -339,7 +338,7 @@ func recallCommand(ctx context.Context, deps CommandDeps, args []string, stdout,
 			// No cache: the timed passes repeat the warm-up's queries, and
 			// every query should pay the model as a new one does.
 			cfg.Embed.Provider, cfg.Embed.Dim, cfg.Embed.CacheSize = provider, dim, 0
-			return deps.NewEmbedder(cfg)
+			return embed.FromConfig(cfg.Embed)
 		}}, stdout, stderr)
 }
 

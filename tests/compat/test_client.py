@@ -46,6 +46,8 @@ def test_version(client, run):
     assert v.api_version
     assert v.features.bank_config_api is True
     assert isinstance(v.features.observations, bool)
+    # The test server serves /mcp, consolidates and records LLM requests.
+    assert v.features.mcp is True and v.features.worker is True and v.features.llm_trace is True
     assert run(client.monitoring.get_version()).api_version == v.api_version
 
 
