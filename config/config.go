@@ -158,10 +158,16 @@ type HTTP struct {
 	// (mental-model refresh, export, import, clone) between renewals; when
 	// the replica dies, another takes the operation back after this.
 	OperationLease time.Duration `yaml:"operation_lease"`
+	// AuditLogEnabled is whether API writes are recorded in a bank's audit
+	// log (GET …/audit-logs) when the bank's configuration does not set
+	// audit_log_enabled; a bank's own value wins, seen within 5 s on other
+	// replicas. Hindsight's default is off; memstream's stays on.
+	AuditLogEnabled bool `yaml:"audit_log_enabled"`
 	// AuditRetention is how long an entry of a bank's API audit log (GET
 	// …/audit-logs) is kept; older ones are pruned every minute. 0 keeps
 	// them forever, as Hindsight does by default (where the log is off by
-	// default; memstream's is always on).
+	// default; memstream's is on unless http.audit_log_enabled or the
+	// bank turns it off).
 	AuditRetention time.Duration `yaml:"audit_retention"`
 }
 
@@ -386,6 +392,8 @@ func Default() Config {
 			ReadTimeout:    30 * time.Second,
 			WriteTimeout:   120 * time.Second,
 			OperationLease: 30 * time.Second,
+			// On, as memstream's audit log always was (Hindsight's is off).
+			AuditLogEnabled: true,
 			// 30 days: the audit-logs stats route's 30d period is whole.
 			AuditRetention: 30 * 24 * time.Hour,
 		},

@@ -3,21 +3,107 @@ package recallapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/google/uuid"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/memstream/memstream/store"
 )
 
-// audit records a write (any method but GET) on a bank in its audit log.
-// It runs before the answer leaves the server (a small answer is flushed
-// when the handler returns), so a client reads its own actions back. The
-// request is summarised, never stored: it may hold the content.
-func (s *Server) audit(r *http.Request, route string, status int, start time.Time) {
+// auditConfigKey is the Hindsight bank configuration key that turns a
+// bank's audit log on or off.
+const auditConfigKey = "audit_log_enabled"
+
+// Bounds of the audit switch cache: an edit on another replica shows here
+// within auditSwitchTTL (the same 5 s the pipeline's policy cache keeps);
+// auditSwitchBanks bounds its memory.
+const (
+	auditSwitchTTL   = 5 * time.Second
+	auditSwitchBanks = 4096
+)
+
+// auditSwitch caches each bank's effective audit_log_enabled, so that the
+// write path does not read the bank's configuration per request: a write
+// costs one query per bank per auditSwitchTTL at most. Edits through this
+// replica invalidate at once.
+type auditSwitch struct {
+	def   bool
+	ttl   time.Duration
+	cache *lru.Cache[string, auditSwitchEntry]
+	load  func(ctx context.Context, bankID string) (map[string]any, error)
+}
+
+type auditSwitchEntry struct {
+	on      bool
+	expires time.Time
+}
+
+func newAuditSwitch(def bool, load func(ctx context.Context, bankID string) (map[string]any, error)) (*auditSwitch, error) {
+	c, err := lru.New[string, auditSwitchEntry](auditSwitchBanks)
+	if err != nil {
+		return nil, err
+	}
+	return &auditSwitch{def: def, ttl: auditSwitchTTL, cache: c, load: load}, nil
+}
+
+// effective is a bank's audit switch from its overrides: its own boolean
+// if it sets one, else the server default.
+func (a *auditSwitch) effective(overrides map[string]any) bool {
+	if v, ok := overrides[auditConfigKey].(bool); ok {
+		return v
+	}
+	return a.def
+}
+
+// on reports whether the bank's writes are audited. A bank that does not
+// exist (yet) has the server default. When its configuration cannot be
+// read, the server default decides and nothing is cached, as Hindsight
+// does: a blip neither loses the rows of a bank meant to be audited nor
+// sticks.
+func (a *auditSwitch) on(ctx context.Context, bank string) bool {
+	if e, ok := a.cache.Get(bank); ok && time.Now().Before(e.expires) {
+		return e.on
+	}
+	ov, err := a.load(ctx, bank)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return a.def
+	}
+	on := a.effective(ov)
+	a.cache.Add(bank, auditSwitchEntry{on: on, expires: time.Now().Add(a.ttl)})
+	return on
+}
+
+// invalidate drops a bank's cached switch after its configuration changed.
+func (a *auditSwitch) invalidate(bank string) { a.cache.Remove(bank) }
+
+// auditedBank is the bank a request's audit row would be filed under, or
+// "" when the request is not audited at all (reads, routes without a
+// bank).
+func auditedBank(r *http.Request) string {
 	bank := r.PathValue("bank_id")
 	if r.Method == http.MethodGet || bank == "" || !bankIDPattern.MatchString(bank) {
+		return ""
+	}
+	return bank
+}
+
+// audit records a write (any method but GET) on a bank in its audit log,
+// unless the bank's audit_log_enabled is off both when the request came
+// (wasOn) and now: a request that switches the log, either way, is on
+// record. It runs before the answer leaves the server (a small answer is
+// flushed when the handler returns), so a client reads its own actions
+// back. The request is summarised, never stored: it may hold the content.
+func (s *Server) audit(r *http.Request, route string, status int, start time.Time, wasOn bool) {
+	bank := auditedBank(r)
+	if bank == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
+	defer cancel()
+	if !wasOn && !s.audits.on(ctx, bank) {
 		return
 	}
 	meta := map[string]any{"method": r.Method, "path": r.URL.Path, "status": status}
@@ -26,8 +112,6 @@ func (s *Server) audit(r *http.Request, route string, status int, start time.Tim
 	}
 	e := store.AuditEntry{ID: uuid.New(), BankID: &bank, Action: route, Transport: transportOf(r.Context()), Status: status, StartedAt: start,
 		EndedAt: time.Now(), Metadata: rawJSON(meta), Request: rawJSON(map[string]any{"query": r.URL.RawQuery})}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
-	defer cancel()
 	if err := s.d.Store.AddAudit(ctx, e); err != nil {
 		s.log.Warn("audit log write failed", "bank_id", bank, "action", route, "error", err)
 	}

@@ -2,6 +2,7 @@ package recallapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -251,7 +252,7 @@ func (s *Server) writeBank(w http.ResponseWriter, r *http.Request, put bool) err
 	if err != nil {
 		return err
 	}
-	cfg, err := s.d.Store.SetBankConfig(r.Context(), id, overrides)
+	cfg, err := s.setBankConfig(r.Context(), id, overrides)
 	if err != nil {
 		return err
 	}
@@ -327,6 +328,7 @@ func (s *Server) deleteBank(w http.ResponseWriter, r *http.Request) error {
 	if err := s.d.Store.DeleteBank(r.Context(), id); err != nil {
 		return err
 	}
+	s.audits.invalidate(id)
 	// The bank's mental models went with it; no replica may serve them.
 	s.models.invalidateBank(id, "local")
 	if err := s.d.Store.NotifyBankMentalModels(r.Context(), id); err != nil {
@@ -334,6 +336,14 @@ func (s *Server) deleteBank(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": "bank " + id + " deleted", "bank_id": id})
 	return nil
+}
+
+// setBankConfig stores configuration overrides and drops what this
+// replica caches of the bank's configuration.
+func (s *Server) setBankConfig(ctx context.Context, id string, overrides map[string]any) (map[string]any, error) {
+	ov, err := s.d.Store.SetBankConfig(ctx, id, overrides)
+	s.audits.invalidate(id)
+	return ov, err
 }
 
 // configKeys are the bank configuration keys Hindsight 1.1.0 accepts per
@@ -370,6 +380,7 @@ var configApplied = map[string]string{
 	"disposition_empathy":    "the bank's disposition (reflect)",
 	"enable_observations":    "consolidation running (true) or paused (false)",
 	"background":             "the bank profile's background",
+	auditConfigKey:           "the bank's API audit log (…/audit-logs): false records no writes; unset, http.audit_log_enabled decides",
 }
 
 func checkConfigValue(key string, v any) error {
@@ -427,6 +438,7 @@ func (s *Server) bankConfigView(b store.Bank, overrides map[string]any) map[stri
 	cfg["disposition_literalism"] = b.Literalism
 	cfg["disposition_empathy"] = b.Empathy
 	cfg["enable_observations"] = b.ConsolidationState == "running"
+	cfg[auditConfigKey] = s.audits.effective(overrides)
 	return map[string]any{"bank_id": b.ID, "config": cfg, "overrides": overrides}
 }
 
@@ -490,7 +502,7 @@ func (s *Server) patchBankConfig(w http.ResponseWriter, r *http.Request) error {
 	if b, err = s.d.Store.PutBank(r.Context(), b); err != nil {
 		return err
 	}
-	ov, err := s.d.Store.SetBankConfig(r.Context(), id, updates)
+	ov, err := s.setBankConfig(r.Context(), id, updates)
 	if err != nil {
 		return err
 	}
@@ -515,6 +527,7 @@ func (s *Server) resetBankConfig(w http.ResponseWriter, r *http.Request) error {
 	if err := s.d.Store.ResetBankConfig(r.Context(), id); err != nil {
 		return err
 	}
+	s.audits.invalidate(id)
 	writeJSON(w, http.StatusOK, s.bankConfigView(b, map[string]any{}))
 	return nil
 }

@@ -160,6 +160,8 @@ type envOpts struct {
 	strictWebhooks bool
 	resolver       Resolver
 	checkLLM       LLMChecker
+	// auditOff is http.audit_log_enabled: false.
+	auditOff bool
 }
 
 type env struct {
@@ -220,7 +222,8 @@ func newEnv(t testing.TB, o envOpts) *env {
 	}
 	pub := &fakePublisher{st: st, persist: o.persist, delay: o.delay, gate: gate}
 	t.Cleanup(pub.wg.Wait)
-	cfg := Config{MaxBodyBytes: o.maxBody, RetainWait: o.retainWait, BasePolicy: defense.DefaultPolicy(), AllowPrivateWebhooks: !o.strictWebhooks}
+	cfg := Config{MaxBodyBytes: o.maxBody, RetainWait: o.retainWait, BasePolicy: defense.DefaultPolicy(), AllowPrivateWebhooks: !o.strictWebhooks,
+		AuditLogOff: o.auditOff}
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = 64 << 10
 	}

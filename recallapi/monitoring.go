@@ -57,12 +57,13 @@ func (s *Server) liveness(w http.ResponseWriter, _ *http.Request) error {
 }
 
 // version is Hindsight's VersionResponse: the API version memstream
-// follows and which feature families it serves.
+// follows and which feature families it serves. audit_log is the server
+// default, which a bank's audit_log_enabled overrides (as in Hindsight).
 func (s *Server) version(w http.ResponseWriter, _ *http.Request) error {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"api_version": APIVersion, "memstream_version": s.cfg.Version,
 		"features": map[string]bool{"observations": true, "mcp": true, "worker": s.cfg.Worker, "bank_config_api": true, "bank_llm_health": true,
-			"file_upload_api": true, "document_export_api": true, "document_import_api": true, "audit_log": true, "llm_trace": s.cfg.LLMTrace,
+			"file_upload_api": true, "document_export_api": true, "document_import_api": true, "audit_log": !s.cfg.AuditLogOff, "llm_trace": s.cfg.LLMTrace,
 			"store_document_text": true},
 	})
 	return nil

@@ -228,6 +228,11 @@ type Config struct {
 	// AllowPrivateWebhooks lets webhooks target loopback, private and
 	// link-local addresses (webhooks.allow_private; default false).
 	AllowPrivateWebhooks bool
+	// AuditLogOff turns the API audit log off for banks whose
+	// configuration does not set audit_log_enabled
+	// (http.audit_log_enabled: false, Hindsight's default); the zero value
+	// audits them, as memstream always has.
+	AuditLogOff bool
 	// LLMTrace and Worker are reported by /version's features: whether
 	// LLM requests are recorded (llm.trace_max_per_bank > 0) and whether
 	// this process consolidates.
@@ -316,6 +321,8 @@ type Server struct {
 	// due: long with a listener (NOTIFY wakes them), short without.
 	idlePoll time.Duration
 	aliases  aliasCache
+	// audits is each bank's audit_log_enabled, cached.
+	audits *auditSwitch
 
 	started time.Time
 
@@ -416,6 +423,9 @@ func New(d Deps, cfg Config) (*Server, error) {
 		s.cfg.MentalModelCacheSize = 4096
 	}
 	var err error
+	if s.audits, err = newAuditSwitch(!cfg.AuditLogOff, d.Store.BankConfig); err != nil {
+		return nil, err
+	}
 	if s.models, err = newModelCache(cfg.MentalModelCacheSize, d.Registerer); err != nil {
 		return nil, err
 	}
@@ -519,11 +529,17 @@ func (s *Server) handle(pattern, route, scope string, h handlerFunc) {
 			if key != nil {
 				r = r.WithContext(context.WithValue(r.Context(), keyCtx{}, key))
 			}
+			// The switch as the request found it: a request that turns
+			// the bank's audit log off is still recorded.
+			wasOn := false
+			if bank := auditedBank(r); scope != "" && bank != "" {
+				wasOn = s.audits.on(r.Context(), bank)
+			}
 			if err := h(rec, r); err != nil {
 				s.writeError(rec, r, err)
 			}
 			if scope != "" {
-				s.audit(r, route, rec.status, start)
+				s.audit(r, route, rec.status, start, wasOn)
 			}
 		}
 		s.reqs.WithLabelValues(route, fmt.Sprintf("%dxx", rec.status/100)).Observe(time.Since(start).Seconds())

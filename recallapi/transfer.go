@@ -454,7 +454,7 @@ func (s *Server) restore(ctx context.Context, o store.Operation, data []byte, a 
 		return nil, err
 	}
 	if len(ab.Config) > 0 {
-		if _, err := s.d.Store.SetBankConfig(ctx, target, ab.Config); err != nil {
+		if _, err := s.setBankConfig(ctx, target, ab.Config); err != nil {
 			return nil, err
 		}
 	}
@@ -743,7 +743,7 @@ func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request) error {
 		if _, err := s.d.Store.PutBank(r.Context(), b); err != nil {
 			return err
 		}
-		if _, err := s.d.Store.SetBankConfig(r.Context(), bank, cfg); err != nil {
+		if _, err := s.setBankConfig(r.Context(), bank, cfg); err != nil {
 			return err
 		}
 	}

@@ -334,7 +334,7 @@ func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometh
 			Addr: cfg.HTTP.Addr, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, RetainWait: cfg.HTTP.RetainWait, MaxEventBytes: cfg.Kafka.MaxEventBytes,
 			ReadTimeout: cfg.HTTP.ReadTimeout, WriteTimeout: cfg.HTTP.WriteTimeout, Auth: cfg.Auth, BasePolicy: basePolicy(cfg), Version: version,
 			OperationLease: cfg.HTTP.OperationLease, AllowPrivateWebhooks: cfg.Webhooks.AllowPrivate,
-			LLMTrace: cfg.LLM.TraceMaxPerBank > 0, Worker: rl.Worker,
+			LLMTrace: cfg.LLM.TraceMaxPerBank > 0, Worker: rl.Worker, AuditLogOff: !cfg.HTTP.AuditLogEnabled,
 		})
 		if err != nil {
 			return a, err
