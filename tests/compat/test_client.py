@@ -48,6 +48,8 @@ def test_version(client, run):
     assert isinstance(v.features.observations, bool)
     # The test server serves /mcp, consolidates and records LLM requests.
     assert v.features.mcp is True and v.features.worker is True and v.features.llm_trace is True
+    # memstream's audit default stays on (Hindsight's is off); a bank overrides it.
+    assert v.features.audit_log is True
     assert run(client.monitoring.get_version()).api_version == v.api_version
 
 
@@ -772,6 +774,19 @@ def test_audit_logs(client, run):
     assert one.id == entry.id and one.action == "retain"
     st = run(client.audit.audit_log_stats(bank, period="1d"))
     assert st.bank_id == bank and sum(b.total for b in st.buckets) >= 1
+
+    # A bank that turns its audit log off (Hindsight's per-bank override)
+    # gets no rows from its writes; the list still answers, with what is kept.
+    quiet = fresh_bank()
+    client.create_bank(quiet)
+    assert client.update_bank_config(quiet, audit_log_enabled=False)["config"]["audit_log_enabled"] is False
+    client.retain(quiet, "Pia bakes rye.")
+    client.recall(quiet, "what does Pia bake?")
+    lst = run(client.audit.list_audit_logs(quiet))
+    assert {e.action for e in lst.items} & {"retain", "recall"} == set(), [e.action for e in lst.items]
+    client.update_bank_config(quiet, audit_log_enabled=True)
+    client.retain(quiet, "Pia bakes spelt.")
+    assert any(e.action == "retain" for e in run(client.audit.list_audit_logs(quiet, action="retain")).items)
 
 
 @covers("LLMTracesApi.list_llm_requests", "LLMTracesApi.llm_request_stats")
