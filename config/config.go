@@ -752,9 +752,70 @@ func decodeYAML(raw []byte, cfg *Config) error {
 	dec.KnownFields(true) // a misspelt key is an error, not a silent default
 	// An empty file decodes to io.EOF and leaves the defaults in place.
 	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
-		return err
+		return nameKeys(raw, err)
 	}
 	return nil
+}
+
+// nameKeys adds the dotted key to each "line N: cannot unmarshal !!str
+// `v` into T" of a YAML type error (a string where a boolean or a number
+// belongs), which yaml.v3 reports by line alone: an operator fixes a key,
+// not a line. On a line with several keys (a flow mapping) the ones whose
+// value is v are named.
+func nameKeys(raw []byte, err error) error {
+	var te *yaml.TypeError
+	var root yaml.Node
+	if !errors.As(err, &te) || yaml.Unmarshal(raw, &root) != nil {
+		return err
+	}
+	type scalar struct{ key, value string }
+	lines := map[int][]scalar{}
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, path)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i].Value
+				if path != "" {
+					k = path + "." + k
+				}
+				walk(n.Content[i+1], k)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, fmt.Sprintf("%s[%d]", path, i))
+			}
+		default:
+			lines[n.Line] = append(lines[n.Line], scalar{path, n.Value})
+		}
+	}
+	walk(&root, "")
+	msgs := make([]string, len(te.Errors))
+	for i, m := range te.Errors {
+		msgs[i] = m
+		var line int
+		if _, scanErr := fmt.Sscanf(m, "line %d:", &line); scanErr != nil {
+			continue
+		}
+		var all, same []string
+		for _, sc := range lines[line] {
+			all = append(all, sc.key)
+			if strings.Contains(m, "`"+sc.value+"`") {
+				same = append(same, sc.key)
+			}
+		}
+		if len(same) > 0 {
+			all = same
+		}
+		if len(all) > 0 {
+			msgs[i] = strings.Join(all, ", ") + " (" + m + ")"
+		}
+	}
+	return fmt.Errorf("%s", strings.Join(msgs, "; "))
 }
 
 // PostgresDataDir is where the managed PostgreSQL server keeps its files.
