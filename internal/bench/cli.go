@@ -196,11 +196,12 @@ func fakeOpenAICommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs := flag.NewFlagSet("bench fake-openai", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
-	dim := fs.Int("dim", 384, "embedding dimensions")
+	dim := fs.Int("dim", 384, "embedding dimensions (hash; the local model makes only its own 512)")
 	latency := fs.Duration("latency", 0, "delay before every answer")
+	provider := fs.String("embed", "hash", "embedder behind /v1/embeddings: hash, or local (memstream's default model, embed.provider local)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: memstream bench fake-openai [--addr A] [--dim N] [--latency D]\n\n"+
-			"Serves /v1/embeddings (hash embeddings), /v1/chat/completions (memstream's extraction prompt and any\n"+
+		fmt.Fprintln(stderr, "Usage: memstream bench fake-openai [--addr A] [--dim N] [--latency D] [--embed hash|local]\n\n"+
+			"Serves /v1/embeddings (hash embeddings, or the local model's), /v1/chat/completions (memstream's extraction prompt and any\n"+
 			"structured-output call answered from its JSON schema: one fact per sentence, one observation per fact) and\n"+
 			"/v1/models until interrupted; prints the base URL (…/v1) on stdout; logs unanswered calls on stderr. Flags:")
 		fs.PrintDefaults()
@@ -208,10 +209,25 @@ func fakeOpenAICommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	f, err := NewFakeOpenAI(*dim, *latency)
-	if err != nil {
-		return err
+	var f *FakeOpenAI
+	switch *provider {
+	case "hash":
+		var err error
+		if f, err = NewFakeOpenAI(*dim, *latency); err != nil {
+			return err
+		}
+	case "local":
+		cfg := config.Default()
+		cfg.Embed.Provider, cfg.Embed.Dim = "local", embed.LocalDim
+		e, err := embed.FromConfig(cfg.Embed)
+		if err != nil {
+			return fmt.Errorf("bench fake-openai: %w", err)
+		}
+		f = NewFakeOpenAIWith(e, *latency)
+	default:
+		return fmt.Errorf("bench fake-openai: --embed %q: want hash or local", *provider)
 	}
+	fmt.Fprintln(stderr, f.Describe())
 	return ServeFake(ctx, *addr, f, stdout)
 }
 

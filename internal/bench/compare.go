@@ -304,38 +304,11 @@ func startMemstream(ctx context.Context, cfg CompareConfig, fakeURL string, log 
 }
 
 func startHindsight(ctx context.Context, cfg CompareConfig, fakeURL string, log *slog.Logger) (*system, error) {
-	s := &system{name: "hindsight", consolidates: cfg.llmFake()}
-	var err error
-	if s.pg, err = startPG(ctx, filepath.Join(cfg.WorkDir, "hindsight-pg"), log); err != nil {
-		return nil, err
-	}
-	s.dbURL = s.pg.URL()
-	port, err := pgserver.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	s.base = "http://127.0.0.1:" + strconv.Itoa(port)
-	s.cmd = exec.CommandContext(ctx, cfg.HindsightBin)
-	s.cmd.Env = append(os.Environ(), "HINDSIGHT_API_DATABASE_URL="+strings.Replace(s.dbURL, "postgres://", "postgresql://", 1),
-		"HINDSIGHT_API_EMBEDDINGS_PROVIDER=openai", "HINDSIGHT_API_EMBEDDINGS_OPENAI_BASE_URL="+fakeURL,
-		"HINDSIGHT_API_EMBEDDINGS_OPENAI_API_KEY=fake", "HINDSIGHT_API_EMBEDDINGS_OPENAI_MODEL=text-embedding-3-small",
-		"HINDSIGHT_API_EMBEDDINGS_OPENAI_DIMENSIONS="+strconv.Itoa(cfg.Dim), "HINDSIGHT_API_RERANKER_PROVIDER=rrf",
-		"HINDSIGHT_API_HOST=127.0.0.1", "HINDSIGHT_API_PORT="+strconv.Itoa(port))
+	hc := HindsightConfig{Bin: cfg.HindsightBin, WorkDir: cfg.WorkDir, EmbedURL: fakeURL, Dim: cfg.Dim}
 	if cfg.llmFake() {
-		s.cmd.Env = append(s.cmd.Env, "HINDSIGHT_API_LLM_PROVIDER=openai", "HINDSIGHT_API_LLM_BASE_URL="+fakeURL,
-			"HINDSIGHT_API_LLM_API_KEY=fake", "HINDSIGHT_API_LLM_MODEL=gpt-4o-mini", "HINDSIGHT_API_LLM_STRICT_SCHEMA=true")
-	} else {
-		s.cmd.Env = append(s.cmd.Env, "HINDSIGHT_API_LLM_PROVIDER=none")
+		hc.LLMURL = fakeURL
 	}
-	logf, err := os.Create(filepath.Join(cfg.WorkDir, "hindsight.log"))
-	if err != nil {
-		return nil, err
-	}
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start hindsight: %w", err)
-	}
-	return s, waitHealthy(ctx, s.base, 5*time.Minute)
+	return launchHindsight(ctx, hc, log)
 }
 
 // compareEvent is one retain item and the bank it goes to.

@@ -25,7 +25,9 @@ import (
 //
 //   - POST /v1/embeddings answers with the hash embedder's vectors
 //     (embed.Hash: deterministic, L2-normalised, multilingual n-grams), of
-//     Dim dimensions whatever model is named.
+//     Dim dimensions whatever model is named, or with another embedder's
+//     (NewFakeOpenAIWith: memstream's local model, so a system under test
+//     embeds as memstream does by default).
 //   - POST /v1/chat/completions answers memstream's extraction prompt with
 //     real facts (every sentence of every message becomes one fact), any
 //     structured-output call from its JSON schema (fakeschema.go: one fact
@@ -42,7 +44,7 @@ import (
 //
 // Latency, when set, delays every answer, as a remote model would.
 type FakeOpenAI struct {
-	emb                  *embed.Hash
+	emb                  embed.Embedder
 	dim                  int
 	latency, chatLatency time.Duration
 	// EmbedCalls and ChatCalls count answered requests by route, all
@@ -68,7 +70,14 @@ func NewFakeOpenAI(dim int, latency time.Duration) (*FakeOpenAI, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &FakeOpenAI{emb: e, dim: dim, latency: latency, chatLatency: latency, calls: map[string]*FakeCalls{}, logw: os.Stderr}, nil
+	return NewFakeOpenAIWith(e, latency), nil
+}
+
+// NewFakeOpenAIWith returns the fake answering embeddings with e (its
+// document vectors: the OpenAI API does not say which a text is, and a
+// system under test embeds its queries through the same route).
+func NewFakeOpenAIWith(e embed.Embedder, latency time.Duration) *FakeOpenAI {
+	return &FakeOpenAI{emb: e, dim: e.Dim(), latency: latency, chatLatency: latency, calls: map[string]*FakeCalls{}, logw: os.Stderr}
 }
 
 // SetChatLatency sets the delay of chat answers alone (a remote model's
@@ -341,7 +350,11 @@ func chunkFacts(user string, split func(string) []string) ([]byte, int) {
 
 // Describe names the fake for logs and --help.
 func (f *FakeOpenAI) Describe() string {
-	return fmt.Sprintf("fake OpenAI-compatible server: hash embeddings of %d dimensions, sentence facts, latency %s (chat %s)", f.dim, f.latency, f.chatLatency)
+	name := "hash"
+	if n, ok := f.emb.(interface{ Name() string }); ok {
+		name = n.Name()
+	}
+	return fmt.Sprintf("fake OpenAI-compatible server: %s embeddings of %d dimensions, sentence facts, latency %s (chat %s)", name, f.dim, f.latency, f.chatLatency)
 }
 
 // ServeFake serves h on addr until ctx ends, after printing its base URL

@@ -83,3 +83,39 @@ func TestFakeOpenAIServesTheClient(t *testing.T) {
 		t.Errorf("log = %q", log.String())
 	}
 }
+
+// stubEmbedder embeds every text as the vector of its length, so a test
+// can tell its vectors from the hash embedder's.
+type stubEmbedder struct{}
+
+func (stubEmbedder) EmbedDocuments(_ context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = []float32{float32(len(t)), 0, 0}
+	}
+	return out, nil
+}
+
+func (s stubEmbedder) EmbedQueries(ctx context.Context, texts []string) ([][]float32, error) {
+	return s.EmbedDocuments(ctx, texts)
+}
+
+func (stubEmbedder) Dim() int { return 3 }
+
+// NewFakeOpenAIWith answers embeddings with the embedder it is given (the
+// local model, for `eval run --target hindsight`), not the hash one.
+func TestFakeOpenAIWithServesItsEmbedder(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(NewFakeOpenAIWith(stubEmbedder{}, 0))
+	defer srv.Close()
+	cfg := openai.DefaultConfig("k")
+	cfg.BaseURL = srv.URL + "/v1"
+	er, err := openai.NewClientWithConfig(cfg).CreateEmbeddings(context.Background(),
+		openai.EmbeddingRequestStrings{Input: []string{"abcd", "ab"}, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(er.Data) != 2 || len(er.Data[0].Embedding) != 3 || er.Data[0].Embedding[0] != 4 || er.Data[1].Embedding[0] != 2 {
+		t.Fatalf("embeddings %+v, want the stub's [4 0 0] and [2 0 0]", er.Data)
+	}
+}
