@@ -77,7 +77,8 @@ func RetainItemOf(e Event) RetainItem {
 // retainEvents sends every event as one synchronous retain call. A bank's
 // events go one after another, in file order, so a conversation arrives
 // in the order it was held; up to conc banks are in flight at once.
-func retainEvents(ctx context.Context, api *APIRecaller, events []Event, conc int) (int, error) {
+// itemOf renders an event as the item (RetainItemOf, or HindsightItemOf).
+func retainEvents(ctx context.Context, api *APIRecaller, events []Event, conc int, itemOf func(Event) RetainItem) (int, error) {
 	var order []string
 	byBank := map[string][]Event{}
 	for _, e := range events {
@@ -101,7 +102,7 @@ func retainEvents(ctx context.Context, api *APIRecaller, events []Event, conc in
 			defer wg.Done()
 			for b := range banks {
 				for _, e := range byBank[b] {
-					err := retainOne(ctx, api, e)
+					err := retainOne(ctx, api, e.BankID, itemOf(e))
 					mu.Lock()
 					if err != nil && first == nil {
 						first = fmt.Errorf("eval: retain event %s: %w", e.EventID, err)
@@ -132,12 +133,12 @@ func retainEvents(ctx context.Context, api *APIRecaller, events []Event, conc in
 // retainOne sends one event as a synchronous retain. Still pending at
 // http.retain_wait (202) or dead-lettered (422 dead_lettered) is not an
 // error: the wait on the bank stats that follows counts both.
-func retainOne(ctx context.Context, api *APIRecaller, e Event) error {
-	body, err := json.Marshal(map[string]any{"items": []RetainItem{RetainItemOf(e)}, "async": false})
+func retainOne(ctx context.Context, api *APIRecaller, bank string, it RetainItem) error {
+	body, err := json.Marshal(map[string]any{"items": []RetainItem{it}, "async": false})
 	if err != nil {
 		return err
 	}
-	status, raw, err := api.send(ctx, http.MethodPost, bankPath(e.BankID)+"/memories", body)
+	status, raw, err := api.send(ctx, http.MethodPost, bankPath(bank)+"/memories", body)
 	if err != nil {
 		return err
 	}

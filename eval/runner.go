@@ -76,6 +76,9 @@ type BenchmarkConfig struct {
 	Context              string
 	ConsolidationTimeout time.Duration
 	ConsolidationStall   time.Duration
+	// Target is whose API BaseURL is: TargetMemstream (default) or
+	// TargetHindsight (retain ingest only, no ablation).
+	Target string
 	// NoFiles skips writing report files (a test that needs the numbers
 	// only).
 	NoFiles bool
@@ -112,6 +115,9 @@ func (c BenchmarkConfig) WithDefaults() BenchmarkConfig {
 	if c.RetainConcurrency <= 0 {
 		c.RetainConcurrency = 8
 	}
+	if c.Target == "" {
+		c.Target = TargetMemstream
+	}
 	return c
 }
 
@@ -128,7 +134,7 @@ func (c BenchmarkConfig) validate(deps BenchmarkDeps) error {
 	case !c.NoBaselines && deps.Embedder == nil:
 		return errors.New("eval: BenchmarkDeps.Embedder is nil and NoBaselines is not set")
 	}
-	return nil
+	return c.targetError()
 }
 
 // Outcome is what a benchmark run measured; it is also report.json.
@@ -155,6 +161,10 @@ type Outcome struct {
 	Facts  int    `json:"facts"`
 	// Context is the label the events carried (BenchmarkConfig.Context).
 	Context string `json:"context,omitempty"`
+	// Target is the system asked (TargetMemstream or TargetHindsight);
+	// Chunks, for Hindsight, how many turns its stored units hold.
+	Target string      `json:"target"`
+	Chunks *ChunkStats `json:"hindsight_units,omitempty"`
 }
 
 // PartOutcome is everything measured on one part of the dataset.
@@ -222,7 +232,13 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 		return nil, err
 	}
 	defer api.Close()
-	out := &Outcome{Manifest: d.Manifest, MeasuredAt: time.Now().UTC().Format(time.RFC3339), Ingest: cfg.Ingest, Context: cfg.Context}
+	out := &Outcome{Manifest: d.Manifest, MeasuredAt: time.Now().UTC().Format(time.RFC3339), Ingest: cfg.Ingest, Context: cfg.Context, Target: cfg.Target}
+	hindsight := cfg.Target == TargetHindsight
+	var turns *ChunkTurns
+	itemOf := RetainItemOf
+	if hindsight {
+		turns, itemOf = NewChunkTurns(d), HindsightItemOf
+	}
 
 	expected := map[string]int{}
 	for _, e := range d.Events {
@@ -233,7 +249,7 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 		var n int
 		if cfg.Ingest == IngestRetain {
 			fmt.Fprintf(stdout, "== retaining %d events of %d banks over HTTP (%d banks at once) …\n", len(d.Events), len(expected), cfg.RetainConcurrency)
-			n, err = retainEvents(ctx, api, d.Events, cfg.RetainConcurrency)
+			n, err = retainEvents(ctx, api, d.Events, cfg.RetainConcurrency, itemOf)
 		} else {
 			n, err = deps.Produce(ctx, eventsFile)
 		}
@@ -245,31 +261,49 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 			label = fmt.Sprintf(", context %q", cfg.Context)
 		}
 		fmt.Fprintf(stdout, "== sent %d events of %d banks (%s%s); waiting until they are stored …\n", n, len(expected), cfg.Ingest, label)
-		if out.DeadLetters, err = waitIngested(ctx, api.Stats, expected, cfg.IngestTimeout); err != nil {
+		if hindsight {
+			// Hindsight's stats count no events; its retains were
+			// synchronous, so nothing is left once no operation is pending.
+			err = hindsightIdle(ctx, api, sortedBanks(expected), cfg.IngestTimeout)
+		} else {
+			out.DeadLetters, err = waitIngested(ctx, api.Stats, expected, cfg.IngestTimeout)
+		}
+		if err != nil {
 			return nil, err
 		}
 		out.IngestSecs = time.Since(began).Seconds()
 		fmt.Fprintf(stdout, "== stored in %.1fs (%d dead-lettered)\n", out.IngestSecs, out.DeadLetters)
 	}
 	out.Banks = len(expected)
-	consBegan := time.Now()
-	note, err := WaitConsolidated(ctx, api.Stats, sortedBanks(expected), cfg.ConsolidationTimeout, cfg.ConsolidationStall)
-	if err != nil {
-		return nil, err
-	}
-	out.ConsolidationSecs = time.Since(consBegan).Seconds()
-	if note == "" {
-		fmt.Fprintf(stdout, "== consolidation drained in %.1fs\n", out.ConsolidationSecs)
+	if hindsight {
+		out.Notes = append(out.Notes, "Hindsight runs its no-LLM chunks mode: each retained item is cut into chunks of up to 3,000 characters, each chunk is one stored unit, nothing is consolidated. A unit is credited with every turn whose transcript line it holds (a per-message item: its one turn), so one result of a session item can find several evidence turns.")
 	} else {
-		out.Notes = append(out.Notes, note)
-		fmt.Fprintln(stdout, "== note: "+note)
+		consBegan := time.Now()
+		note, err := WaitConsolidated(ctx, api.Stats, sortedBanks(expected), cfg.ConsolidationTimeout, cfg.ConsolidationStall)
+		if err != nil {
+			return nil, err
+		}
+		out.ConsolidationSecs = time.Since(consBegan).Seconds()
+		if note == "" {
+			fmt.Fprintf(stdout, "== consolidation drained in %.1fs\n", out.ConsolidationSecs)
+		} else {
+			out.Notes = append(out.Notes, note)
+			fmt.Fprintln(stdout, "== note: "+note)
+		}
 	}
 
-	stored, facts, err := storedTurns(ctx, api, sortedBanks(expected))
-	if err != nil {
+	var stored map[Evidence]bool
+	if hindsight {
+		var cs ChunkStats
+		if stored, cs, err = hindsightStored(ctx, api, turns, sortedBanks(expected)); err != nil {
+			return nil, err
+		}
+		out.Facts, out.Chunks = cs.Units, &cs
+		fmt.Fprintf(stdout, "== hindsight: %d units, %.1f turns per unit on average (at most %d; %d without a turn)\n", cs.Units, cs.MeanTurns, cs.MaxTurns, cs.UnmappedUnit)
+	} else if stored, out.Facts, err = storedTurns(ctx, api, sortedBanks(expected)); err != nil {
 		return nil, err
 	}
-	out.Facts = facts
+	facts := out.Facts
 	fmt.Fprintf(stdout, "== %d facts stored (ingest %s)\n", facts, cfg.Ingest)
 	present := map[string]bool{}
 	for _, q := range d.Questions {
@@ -285,7 +319,23 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 
 	mainName := describeRun(cfg.Arms, cfg.Fusion)
 	fmt.Fprintf(stdout, "== asking %d questions (%s) …\n", len(d.Questions), mainName)
-	mains, rec, err := pass(ctx, d, cfg, api, Variant{Name: mainName, Arms: cfg.Arms, Fusion: cfg.Fusion})
+	if hindsight {
+		mainName = "hindsight chunks"
+	}
+	recallerOf := func(v Variant) (Recaller, error) {
+		if hindsight {
+			return NewHindsightRecaller(api, turns), nil
+		}
+		r, err := api.With(v.Arms, v.Fusion, v.Types, v.Off)
+		if err != nil {
+			return nil, err
+		}
+		if v.Collapse {
+			return Collapse{Inner: r}, nil
+		}
+		return r, nil
+	}
+	mains, rec, err := pass(ctx, d, cfg, recallerOf, Variant{Name: mainName, Arms: cfg.Arms, Fusion: cfg.Fusion})
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +377,7 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 		}
 		for _, v := range AblationVariants() {
 			fmt.Fprintf(stdout, "== ablation: %s …\n", v.Name)
-			reps, _, err := pass(ctx, d, cfg, api, v)
+			reps, _, err := pass(ctx, d, cfg, recallerOf, v)
 			if err != nil {
 				return nil, err
 			}
@@ -398,14 +448,10 @@ func describeRun(arms []string, fusion string) string {
 
 // pass asks every question once with one recall configuration and scores
 // each part. The recorder holds the results, for the list of misses.
-func pass(ctx context.Context, d *Dataset, cfg BenchmarkConfig, api *APIRecaller, v Variant) (map[string]Report, *Recorder, error) {
-	r, err := api.With(v.Arms, v.Fusion, v.Types, v.Off)
+func pass(ctx context.Context, d *Dataset, cfg BenchmarkConfig, recallerOf func(Variant) (Recaller, error), v Variant) (map[string]Report, *Recorder, error) {
+	inner, err := recallerOf(v)
 	if err != nil {
 		return nil, nil, err
-	}
-	var inner Recaller = r
-	if v.Collapse {
-		inner = Collapse{Inner: r}
 	}
 	rec := NewRecorder(inner)
 	reps, err := RunParts(ctx, d, rec, RunOptions{Name: v.Name, TokenBudget: cfg.MaxTokens, Concurrency: cfg.Concurrency})
@@ -467,7 +513,11 @@ func (o *Outcome) writeFiles(dir string) error {
 	m := o.Manifest
 	fmt.Fprintf(&md, "# memstream eval report\n\nDataset: %s seed %d, %d banks (%d delivered one event per message), %d sessions, %d events, %d turns, %d questions. Measured %s.\n\n",
 		m.Generator, m.Seed, m.Banks, m.PerMessageBanks, m.Sessions, m.Events, m.Turns, m.Questions, o.MeasuredAt)
-	fmt.Fprintf(&md, "Ingest: %s; %d facts stored.\n\n", o.Ingest, o.Facts)
+	if o.Target == TargetHindsight {
+		fmt.Fprintf(&md, "Target: Hindsight; ingest: %s; %d units stored.\n\n", o.Ingest, o.Facts)
+	} else {
+		fmt.Fprintf(&md, "Ingest: %s; %d facts stored.\n\n", o.Ingest, o.Facts)
+	}
 	md.WriteString(o.Markdown())
 	if err := os.WriteFile(filepath.Join(dir, ReportMD), []byte(md.String()), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", ReportMD, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/memstream/memstream/config"
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/eval"
+	"github.com/memstream/memstream/internal/bench"
 	"github.com/memstream/memstream/pgserver"
 )
 
@@ -48,6 +49,9 @@ type evalRunOptions struct {
 	// Config is used for the in-process stack, and with API set for the
 	// Kafka brokers to produce to and the embedder of the dense baseline.
 	Config config.Config
+	// HindsightBin, with Target hindsight and no API, is the hindsight-api
+	// to start (with its own PostgreSQL, embedding with Config's embedder).
+	HindsightBin string
 }
 
 func cmdEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -67,6 +71,8 @@ func cmdEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	consStall := fs.Duration("consolidation-stall", 30*time.Second, "stop waiting for consolidation when pending_consolidation does not change for this long")
 	part := fs.String("part", "", "run one part only: heldout or tuning (default: every part of the dataset)")
 	noBaselines := fs.Bool("no-baselines", false, "skip the BM25 and dense baselines over the raw turns")
+	target := fs.String("target", eval.TargetMemstream, "whose API to retain into and ask: memstream, or hindsight (Hindsight 1.1.0 in its no-LLM chunks mode; needs --ingest retain, and --api or --hindsight-bin)")
+	hindsightBin := fs.String("hindsight-bin", "", "with --target hindsight and no --api: the hindsight-api to start, with a PostgreSQL of its own, embedding with memstream's configured embedder (scripts/bench-hindsight.sh installs it)")
 	ingest := fs.String("ingest", eval.IngestKafka, "how events reach memstream: kafka (produced to its topic) or retain (HTTP retain, one call per session or message, as a Hindsight client user sends them)")
 	label := fs.String("context", "", "context label sent with every event (Kafka) or retain item, as a Hindsight client sends one (e.g. \"chat conversation\"); default none")
 	fs.Usage = func() {
@@ -95,10 +101,13 @@ func cmdEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Dir: dir, Token: os.Getenv("MEMSTREAM_API_KEY"), SkipIngest: *skip,
 		Arms: strings.FieldsFunc(*arms, func(r rune) bool { return r == ',' || r == ' ' }), Fusion: *fusion, Ablation: *ablation, MaxTokens: *maxTokens, Concurrency: *conc,
 		IngestTimeout: *ingestTimeout, ConsolidationTimeout: *consTimeout, ConsolidationStall: *consStall,
-		Part: *part, NoBaselines: *noBaselines, Out: stdout, Ingest: *ingest, Context: *label,
-	}}
+		Part: *part, NoBaselines: *noBaselines, Out: stdout, Ingest: *ingest, Context: *label, Target: *target,
+	}, HindsightBin: *hindsightBin}
 	if opts.Part != "" && opts.Part != eval.PartHeldOut && opts.Part != eval.PartTuning {
 		return fmt.Errorf("eval run: --part %q is not heldout or tuning", opts.Part)
+	}
+	if opts.Target == eval.TargetHindsight {
+		return runEvalHindsight(ctx, opts, stderr)
 	}
 	if opts.API == "" {
 		tmp, err := pgserver.TempDir("memstream-eval-")
@@ -178,4 +187,38 @@ func runEval(ctx context.Context, opts evalRunOptions, stderr io.Writer) (*eval.
 		deps.Embedder = emb
 	}
 	return eval.RunBenchmark(ctx, deps, bc)
+}
+
+// runEvalHindsight asks Hindsight: the one at opts.API, or one started
+// from opts.HindsightBin that embeds with the configured embedder, the one
+// the dense baseline (and memstream, run with the same configuration)
+// uses.
+func runEvalHindsight(ctx context.Context, opts evalRunOptions, stderr io.Writer) error {
+	bc := opts.BenchmarkConfig
+	bc.BaseURL = opts.API
+	emb, err := embed.FromConfig(opts.Config.Embed)
+	if err != nil {
+		return err
+	}
+	if bc.BaseURL == "" {
+		if opts.HindsightBin == "" {
+			return errors.New("eval run: --target hindsight needs --api or --hindsight-bin")
+		}
+		tmp, err := pgserver.TempDir("memstream-eval-hindsight-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		if bc.Out != nil {
+			fmt.Fprintf(bc.Out, "== starting Hindsight (%s, chunks mode, own PostgreSQL, embeddings from %s) …\n", opts.HindsightBin, opts.Config.Embed.Provider)
+		}
+		hs, err := bench.StartHindsightStack(ctx, bench.HindsightStackDeps{Embedder: emb}, bench.HindsightConfig{Bin: opts.HindsightBin, WorkDir: tmp})
+		if err != nil {
+			return err
+		}
+		defer hs.Stop()
+		bc.BaseURL = hs.URL()
+	}
+	_, err = eval.RunBenchmark(ctx, eval.BenchmarkDeps{Embedder: emb}, bc)
+	return err
 }
