@@ -11,6 +11,7 @@ import (
 const Usage = `Usage:
   memstream eval gen --out DIR [--seed N] [--size small|full|gate] [--part heldout|tuning|both]
   memstream eval run DIR [--api URL] [--part heldout|tuning] [--arms a,b] [--fusion rrf|interleave] [--ablation]
+  memstream eval run DIR --target hindsight --ingest retain (--api URL | --hindsight-bin BIN)
 
 gen writes a deterministic LongMemEval-style dataset (events.jsonl,
 questions.jsonl, manifest.json) with two parts: a tuning part, and a
@@ -22,7 +23,9 @@ is stored, asks every question through the recall API, asks the same
 questions of two plain baselines over the raw turns (BM25, and dense top-k
 with the configured embedder), scores each part on its own and writes
 report.json, report.md, recall_by_type.png and the tuning part's
-misses.jsonl into DIR.
+misses.jsonl into DIR. With --target hindsight the same events are
+retained into Hindsight 1.1.0 (its no-LLM chunks mode) and the same
+questions asked of it.
 `
 
 // GenCommand runs `memstream eval gen [flags]`.

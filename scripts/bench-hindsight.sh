@@ -14,6 +14,11 @@
 # the fake LLM (Hindsight: HINDSIGHT_API_LLM_PROVIDER=openai, strict
 # schemas), so they do comparable work.
 #
+# `scripts/bench-hindsight.sh eval DIR [flags]` instead asks Hindsight the
+# recall evaluation (docs/EVALUATION.md, "Against Hindsight"): `memstream
+# eval run DIR --target hindsight --ingest retain` with the same install,
+# Hindsight embedding with memstream's configured (default: local) model.
+#
 # Not part of `make test`: it takes minutes and downloads Hindsight.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,5 +35,11 @@ fi
 log "building memstream"
 (cd "$ROOT" && go build -o "$CACHE/memstream" ./cmd/memstream)
 log "uptime: $(uptime)"
+if [ "${1:-}" = eval ]; then
+	shift
+	"$CACHE/memstream" eval run "$@" --target hindsight --ingest retain --hindsight-bin "$CACHE/venv/bin/hindsight-api"
+	log "uptime: $(uptime)"
+	exit
+fi
 "$CACHE/memstream" bench compare --hindsight-bin "$CACHE/venv/bin/hindsight-api" "$@"
 log "uptime: $(uptime)"
