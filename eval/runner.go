@@ -318,10 +318,10 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 	}
 
 	mainName := describeRun(cfg.Arms, cfg.Fusion)
-	fmt.Fprintf(stdout, "== asking %d questions (%s) …\n", len(d.Questions), mainName)
 	if hindsight {
 		mainName = "hindsight chunks"
 	}
+	fmt.Fprintf(stdout, "== asking %d questions (%s) …\n", len(d.Questions), mainName)
 	recallerOf := func(v Variant) (Recaller, error) {
 		if hindsight {
 			return NewHindsightRecaller(api, turns), nil
