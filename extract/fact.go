@@ -89,11 +89,18 @@ type Fact struct {
 // adds the same component to all their vectors, which compresses their
 // cosines (consolidation folds more, a preference stated in passing drops
 // out of the head). Hindsight too embeds a fact without the item's context.
-func (f Fact) EmbeddingText() string {
-	if f.ReplyTo == "" {
-		return f.Text
+func (f Fact) EmbeddingText() string { return EmbeddingTextOf(f.ReplyTo, f.Text) }
+
+// EmbeddingTextOf is the one rule for what a stored fact is embedded as,
+// from its stored reply_to and text: ingest, a memory's text edit, the
+// redaction rescan and consolidation all embed through it, so a fact's
+// vector keeps the quote whoever recomputes it. A fact without a quote
+// (an observation, a row stored before reply_to was) is its text alone.
+func EmbeddingTextOf(replyTo, text string) string {
+	if replyTo == "" {
+		return text
 	}
-	return f.ReplyTo + "\n" + f.Text
+	return replyTo + "\n" + text
 }
 
 // Input is one chunk to extract from.

@@ -78,14 +78,19 @@ func TestAnswerFoundByTheRequestOverPerMessageEvents(t *testing.T) {
 	}
 	h.waitEvents(3+2*len(others), 60*time.Second)
 
-	var ctxText, text string
+	var ctxText, text, replyTo string
 	if err := pgtest.DB(h.st).QueryRow(context.Background(),
-		`SELECT context, text FROM memory_units WHERE bank_id = 'ana' AND text LIKE '%Syrah%'`).Scan(&ctxText, &text); err != nil {
+		`SELECT context, text, reply_to FROM memory_units WHERE bank_id = 'ana' AND text LIKE '%Syrah%'`).Scan(&ctxText, &text, &replyTo); err != nil {
 		t.Fatal(err)
 	}
 	reply, labelled := strings.CutPrefix(ctxText, label+"\n")
 	if !labelled || !strings.Contains(reply, "slow-roasted lamb") {
 		t.Fatalf("the answer's context %q is not the label, then the request", ctxText)
+	}
+	// The quote is also stored on its own, for whatever embeds the fact
+	// again (a text edit, the rescan, consolidation).
+	if replyTo != reply {
+		t.Errorf("the answer's reply_to %q, want the quote its context ends with, %q", replyTo, reply)
 	}
 	emb, _ := embed.NewHash(64)
 	vecs, err := emb.EmbedDocuments(context.Background(), []string{reply + "\n" + text, ctxText + "\n" + text})

@@ -170,7 +170,7 @@ func (p *Pipeline) partRecord(it *item, i int, pt part, resolved map[[4]int]Reso
 				tags = ev.Tags
 			}
 			rec.Facts = append(rec.Facts, store.FactRow{
-				ID: factIDs[fi], FactType: f.FactType, Text: f.Text, Context: f.Context,
+				ID: factIDs[fi], FactType: f.FactType, Text: f.Text, Context: f.Context, ReplyTo: f.ReplyTo,
 				Embedding: it.embs[uci][fi], SearchAux: text.Aux(f.Text, names),
 				OccurredStart: f.OccurredStart, OccurredEnd: f.OccurredEnd, MentionedAt: f.MentionedAt,
 				Tags: tags, Metadata: meta, ChunkID: chunkID, MessageIndex: f.MessageIndex,

@@ -16,10 +16,13 @@ import (
 
 // PendingFact is a fact that consolidation has not yet looked at.
 type PendingFact struct {
-	ID            uuid.UUID
-	BankID        string
-	FactType      string
-	Text          string
+	ID       uuid.UUID
+	BankID   string
+	FactType string
+	Text     string
+	// ReplyTo is the quote its vector embeds before the text
+	// (extract.EmbeddingTextOf).
+	ReplyTo       string
 	State         string
 	Tags          []string
 	MentionedAt   time.Time
@@ -123,7 +126,7 @@ type ApplyOutcome struct {
 }
 
 const (
-	qPendingFacts = `SELECT m.id, m.bank_id, m.fact_type, m.text, m.state, m.tags, m.mentioned_at, m.occurred_start, m.embedding,
+	qPendingFacts = `SELECT m.id, m.bank_id, m.fact_type, m.text, m.reply_to, m.state, m.tags, m.mentioned_at, m.occurred_start, m.embedding,
 		COALESCE((SELECT array_agg(ue.entity_id ORDER BY ue.entity_id) FROM unit_entities ue WHERE ue.unit_id = m.id), '{}'),
 		COALESCE((SELECT array_agg(e.canonical_name ORDER BY e.canonical_name) FROM unit_entities ue
 			JOIN entities e ON e.id = ue.entity_id WHERE ue.unit_id = m.id), '{}')
@@ -288,7 +291,7 @@ func (s *Store) PendingFacts(ctx context.Context, bankID string, limit int) ([]P
 	for rows.Next() {
 		var f PendingFact
 		var vec *pgvector.HalfVector
-		if err := rows.Scan(&f.ID, &f.BankID, &f.FactType, &f.Text, &f.State, &f.Tags, &f.MentionedAt, &f.OccurredStart,
+		if err := rows.Scan(&f.ID, &f.BankID, &f.FactType, &f.Text, &f.ReplyTo, &f.State, &f.Tags, &f.MentionedAt, &f.OccurredStart,
 			&vec, &f.EntityIDs, &f.EntityNames); err != nil {
 			return nil, fmt.Errorf("pending facts bank %s: %w", bankID, err)
 		}

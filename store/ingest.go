@@ -71,10 +71,13 @@ type ChunkRow struct {
 
 // FactRow is one extracted fact.
 type FactRow struct {
-	ID            uuid.UUID
-	FactType      string
-	Text          string
-	Context       string
+	ID       uuid.UUID
+	FactType string
+	Text     string
+	Context  string
+	// ReplyTo is the quote of the turn the fact answers, embedded before
+	// its text (extract.EmbeddingTextOf); empty when it answers none.
+	ReplyTo       string
 	Embedding     []float32
 	SearchAux     string
 	OccurredStart *time.Time
@@ -135,14 +138,14 @@ const (
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::jsonb[]) AS x(b, d, c, t, m)
 		ON CONFLICT (bank_id, id) DO UPDATE SET updated_at = now()`
 	qStageUnits = `CREATE TEMP TABLE stage_units (
-		id uuid, bank_id text, fact_type text, text text, context text, embedding halfvec,
+		id uuid, bank_id text, fact_type text, text text, context text, reply_to text, embedding halfvec,
 		search_aux text, occurred_start timestamptz, occurred_end timestamptz, mentioned_at timestamptz,
 		tags text[], metadata jsonb, document_id text, chunk_id uuid, source_event_id text,
 		source_message_index int, idempotency_key text) ON COMMIT DROP`
-	qInsertUnits = `INSERT INTO memory_units (id, bank_id, fact_type, text, context, embedding, search_aux,
+	qInsertUnits = `INSERT INTO memory_units (id, bank_id, fact_type, text, context, reply_to, embedding, search_aux,
 		occurred_start, occurred_end, mentioned_at, tags, metadata, document_id, chunk_id, source_event_id,
 		source_message_index, idempotency_key)
-		SELECT id, bank_id, fact_type, text, context, embedding, search_aux, occurred_start, occurred_end,
+		SELECT id, bank_id, fact_type, text, context, reply_to, embedding, search_aux, occurred_start, occurred_end,
 		mentioned_at, tags, metadata, document_id, chunk_id, source_event_id, source_message_index, idempotency_key
 		FROM stage_units ON CONFLICT DO NOTHING`
 	qInsertChunks = `INSERT INTO chunks (id, bank_id, document_id, event_key, chunk_index, text, content_hash, speaker, started_at)
@@ -550,7 +553,7 @@ func insertUnits(ctx context.Context, tx pgx.Tx, evs []*EventRecord) ([]uuid.UUI
 			if f.ChunkID != uuid.Nil {
 				chunk = f.ChunkID
 			}
-			rows = append(rows, []any{f.ID, e.BankID, f.FactType, f.Text, f.Context, emb, f.SearchAux,
+			rows = append(rows, []any{f.ID, e.BankID, f.FactType, f.Text, f.Context, f.ReplyTo, emb, f.SearchAux,
 				f.OccurredStart, f.OccurredEnd, f.MentionedAt, tags, jsonOf(meta), e.DocumentID, chunk,
 				e.EventKey, int32(f.MessageIndex), f.IdemKey})
 			ids = append(ids, f.ID)
@@ -562,7 +565,7 @@ func insertUnits(ctx context.Context, tx pgx.Tx, evs []*EventRecord) ([]uuid.UUI
 	if _, err := tx.Exec(ctx, qStageUnits); err != nil {
 		return nil, fmt.Errorf("stage units: %w", err)
 	}
-	cols := []string{"id", "bank_id", "fact_type", "text", "context", "embedding", "search_aux", "occurred_start",
+	cols := []string{"id", "bank_id", "fact_type", "text", "context", "reply_to", "embedding", "search_aux", "occurred_start",
 		"occurred_end", "mentioned_at", "tags", "metadata", "document_id", "chunk_id", "source_event_id",
 		"source_message_index", "idempotency_key"}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"stage_units"}, cols, pgx.CopyFromRows(rows)); err != nil {

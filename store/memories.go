@@ -33,6 +33,10 @@ type Memory struct {
 	Entities      []EntityName      `json:"entities"`
 	CreatedAt     time.Time         `json:"created_at"`
 	UpdatedAt     time.Time         `json:"updated_at"`
+	// ReplyTo is the quote of the turn a fact answers, which its vector
+	// embeds before the text (extract.EmbeddingTextOf). Not part of the
+	// API's memory: Context shows the same quote after the event's label.
+	ReplyTo string `json:"-"`
 }
 
 // EntityName identifies an entity a memory mentions.
@@ -79,7 +83,7 @@ const memoryCols = `m.id, m.bank_id, m.fact_type, m.text, m.context, m.occurred_
 	m.state, COALESCE(m.invalid_reason, ''), COALESCE(m.trend, ''),
 	COALESCE((SELECT jsonb_agg(jsonb_build_object('id', e.id, 'name', e.canonical_name) ORDER BY e.canonical_name)
 		FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id WHERE ue.unit_id = m.id), '[]'::jsonb),
-	m.created_at, m.updated_at`
+	m.created_at, m.updated_at, m.reply_to`
 
 // memoryWhere is the filter of MemoryFilter, shared by the list and its
 // count. The time field is picked by CASE over a fixed set of columns, so
@@ -130,7 +134,7 @@ func scanMemory(r scanner, extra ...any) (Memory, error) {
 	var meta, ents []byte
 	dest := []any{&m.ID, &m.BankID, &m.Type, &m.Text, &m.Context, &m.OccurredStart, &m.OccurredEnd, &m.MentionedAt,
 		&m.Tags, &meta, &m.DocumentID, &m.ChunkID, &m.SourceEventID, &m.ProofCount, &m.State, &m.InvalidReason,
-		&m.Trend, &ents, &m.CreatedAt, &m.UpdatedAt}
+		&m.Trend, &ents, &m.CreatedAt, &m.UpdatedAt, &m.ReplyTo}
 	if err := r.Scan(append(dest, extra...)...); err != nil {
 		return m, err
 	}

@@ -1,0 +1,11 @@
+-- A fact's reply_to is the quote of the turn it answers ("In reply to
+-- Ana: …", extract.Fact.ReplyTo), stored on its own so that whatever
+-- embeds the fact again (a text edit through the API, the defense
+-- rescan, consolidation of a fact without a vector) embeds the same
+-- quote before the text as ingest did (extract.EmbeddingTextOf). The
+-- stored context also carries the quote after the event's label, but
+-- recovering it from there would mean parsing text a label can imitate.
+-- Rows stored before this migration have '' and are embedded as their
+-- text alone when they are embedded again. A constant default adds the
+-- column without rewriting the table.
+ALTER TABLE memory_units ADD COLUMN reply_to text NOT NULL DEFAULT '';
