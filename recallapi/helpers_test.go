@@ -238,7 +238,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 			{Name: "hashed-b", SHA256: sha(hashedKey), Banks: []string{"bank-b"}, Scopes: []string{"read"}},
 		}}
 	}
-	d := Deps{Store: st, Recaller: rc, Publisher: pub, Gate: gate, Gatherer: reg, Registerer: reg,
+	d := Deps{Store: st, Recaller: rc, Publisher: pub, Gate: gate, Gatherer: reg, Registerer: reg, Embedder: emb,
 		Logger: slog.New(slog.DiscardHandler), Reflector: o.reflector, Refresher: o.refresher, Resolver: o.resolver, CheckLLM: o.checkLLM}
 	if o.listener {
 		d.Listener = st

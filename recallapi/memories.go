@@ -2,6 +2,7 @@ package recallapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/memstream/memstream/extract"
 	"github.com/memstream/memstream/store"
 )
 
@@ -265,10 +267,12 @@ type updateMemoryBody struct {
 	Reason          *string  `json:"reason"`
 }
 
-// updateMemory edits a memory. A new text is embedded again, so recall
-// finds it by its new meaning; every change is kept in the memory's
-// history. Entities are not relinked from the entities field (accepted and
-// ignored: memstream's entities come from extraction).
+// updateMemory edits a memory. A new text is embedded again (after the
+// stored quote of the turn it answers, editMemory), so recall finds it by
+// its new meaning; a new context is stored and shown but, as at ingest,
+// not embedded. Every change is kept in the memory's history. Entities
+// are not relinked from the entities field (accepted and ignored:
+// memstream's entities come from extraction).
 func (s *Server) updateMemory(w http.ResponseWriter, r *http.Request) error {
 	bank, id, err := s.bankAndUUID(r, "memory_id")
 	if err != nil {
@@ -287,11 +291,7 @@ func (s *Server) updateMemory(w http.ResponseWriter, r *http.Request) error {
 		if s.d.Embedder == nil {
 			return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "editing a memory's text needs the embedder, which this server lacks"}
 		}
-		vecs, err := s.d.Embedder.EmbedDocuments(r.Context(), []string{t})
-		if err != nil || len(vecs) != 1 {
-			return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: fmt.Sprintf("could not embed the new text: %v", err)}
-		}
-		e.Text, e.Embedding = &t, vecs[0]
+		e.Text = &t
 	}
 	for _, p := range []struct {
 		name string
@@ -319,12 +319,39 @@ func (s *Server) updateMemory(w http.ResponseWriter, r *http.Request) error {
 			e.Reason = "invalidated through the API"
 		}
 	}
-	m, err := s.d.Store.EditMemory(r.Context(), bank, id, e)
+	m, err := s.editMemory(r.Context(), bank, id, e)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, memoryDetail(m))
 	return nil
+}
+
+// editMemory applies e; a new text is embedded as the memory's stored
+// quote, then the text (extract.EmbeddingTextOf), as ingest embedded it,
+// so the edit does not drop the turn the fact answers from its vector.
+// The quote is read before embedding and checked again under the row's
+// lock; if a rescan redacted it meanwhile, the text is embedded again.
+func (s *Server) editMemory(ctx context.Context, bank string, id uuid.UUID, e store.MemoryEdit) (store.Memory, error) {
+	if e.Text == nil {
+		return s.d.Store.EditMemory(ctx, bank, id, e)
+	}
+	for attempt := 1; ; attempt++ {
+		cur, err := s.d.Store.GetMemory(ctx, bank, id)
+		if err != nil {
+			return store.Memory{}, err
+		}
+		vecs, err := s.d.Embedder.EmbedDocuments(ctx, []string{extract.EmbeddingTextOf(cur.ReplyTo, *e.Text)})
+		if err != nil || len(vecs) != 1 {
+			return store.Memory{}, &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: fmt.Sprintf("could not embed the new text: %v", err)}
+		}
+		e.Embedding, e.EmbeddedReplyTo = vecs[0], cur.ReplyTo
+		m, err := s.d.Store.EditMemory(ctx, bank, id, e)
+		if errors.Is(err, store.ErrConflict) && attempt < 3 {
+			continue
+		}
+		return m, err
+	}
 }
 
 func (s *Server) memoryHistory(w http.ResponseWriter, r *http.Request) error {

@@ -12,22 +12,27 @@ import (
 )
 
 // MemoryEdit changes the set fields of a memory (Hindsight's PATCH
-// …/memories/{id}). A new Text needs its Embedding.
+// …/memories/{id}). A new Text needs its Embedding, of the text after
+// EmbeddedReplyTo (extract.EmbeddingTextOf): the memory's reply_to when it
+// was read. The edit fails with ErrConflict when the stored reply_to
+// differs by then (a rescan redacted it), so a vector never embeds a
+// quote the row no longer holds.
 type MemoryEdit struct {
-	Text          *string
-	Embedding     []float32
-	Context       *string
-	OccurredStart *time.Time
-	OccurredEnd   *time.Time
-	MentionedAt   *time.Time
-	FactType      *string
+	Text            *string
+	Embedding       []float32
+	EmbeddedReplyTo string
+	Context         *string
+	OccurredStart   *time.Time
+	OccurredEnd     *time.Time
+	MentionedAt     *time.Time
+	FactType        *string
 	// State is valid or invalidated, with Reason.
 	State  *string
 	Reason string
 }
 
 const (
-	qMemoryLock = `SELECT fact_type, text, state FROM memory_units WHERE bank_id = $1 AND id = $2 FOR UPDATE`
+	qMemoryLock = `SELECT fact_type, text, state, reply_to FROM memory_units WHERE bank_id = $1 AND id = $2 FOR UPDATE`
 	qMemoryEdit = `UPDATE memory_units SET text = COALESCE($3, text), context = COALESCE($4, context),
 			occurred_start = COALESCE($5, occurred_start), occurred_end = COALESCE($6, occurred_end),
 			mentioned_at = COALESCE($7, mentioned_at), fact_type = COALESCE($8, fact_type),
@@ -45,9 +50,12 @@ const (
 func (s *Store) EditMemory(ctx context.Context, bankID string, id uuid.UUID, e MemoryEdit) (Memory, error) {
 	var m Memory
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		var typ, text, state string
-		if err := tx.QueryRow(ctx, qMemoryLock, bankID, id).Scan(&typ, &text, &state); err != nil {
+		var typ, text, state, replyTo string
+		if err := tx.QueryRow(ctx, qMemoryLock, bankID, id).Scan(&typ, &text, &state, &replyTo); err != nil {
 			return translate(err)
+		}
+		if e.Embedding != nil && replyTo != e.EmbeddedReplyTo {
+			return fmt.Errorf("reply_to changed since the new text was embedded: %w", ErrConflict)
 		}
 		var emb any
 		if e.Embedding != nil {

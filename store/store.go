@@ -29,7 +29,8 @@ var migrationFS embed.FS
 // ErrNotFound is returned when a requested row does not exist.
 var ErrNotFound = errors.New("not found")
 
-// ErrConflict is returned when a write violates a uniqueness rule.
+// ErrConflict is returned when a write violates a uniqueness rule, or when
+// a row changed under a write that depended on it.
 var ErrConflict = errors.New("conflict")
 
 // Config configures Open.
