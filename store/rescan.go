@@ -30,7 +30,7 @@ import (
 // skipped and reported as a conflict instead of being overwritten with a
 // redaction of stale text; a second run picks it up.
 const (
-	qRescanUnits = `SELECT id::text, '', COALESCE(source_event_id, ''), state, text, context, to_jsonb(tags)::text, metadata::text
+	qRescanUnits = `SELECT id::text, '', COALESCE(source_event_id, ''), state, text, context, to_jsonb(tags)::text, metadata::text, reply_to
 		FROM memory_units WHERE bank_id = $1 ORDER BY id`
 	qRescanChunks = `SELECT id::text, '', event_key, '', text
 		FROM chunks WHERE bank_id = $1 ORDER BY id`
@@ -50,17 +50,18 @@ const (
 		FROM mental_model_history h JOIN mental_models mm ON mm.id = h.mental_model_id
 		WHERE mm.bank_id = $1 ORDER BY h.id`
 
-	// The embedding and search_aux only follow the text: a change confined
-	// to other fields passes NULL and keeps them. A fact is only
-	// invalidated when it is still valid, so an earlier reason is not
-	// overwritten.
+	// The embedding and search_aux only follow what is embedded, the
+	// text and reply_to (the quote before it): a change confined to other
+	// fields passes NULL and keeps them. A fact is only invalidated when
+	// it is still valid, so an earlier reason is not overwritten.
 	qRescanUpdateUnit = `UPDATE memory_units SET text = $2, context = $3,
-			tags = ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), metadata = $5::jsonb,
+			tags = ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), metadata = $5::jsonb, reply_to = $14,
 			embedding = COALESCE($6, embedding), search_aux = COALESCE($7, search_aux),
 			state = CASE WHEN $8 AND state = 'valid' THEN 'invalidated' ELSE state END,
 			invalid_reason = CASE WHEN $8 AND state = 'valid' THEN $9 ELSE invalid_reason END,
 			updated_at = now()
-		WHERE id = $1::uuid AND text = $10 AND context = $11 AND to_jsonb(tags) = $12::jsonb AND metadata = $13::jsonb`
+		WHERE id = $1::uuid AND text = $10 AND context = $11 AND to_jsonb(tags) = $12::jsonb AND metadata = $13::jsonb
+			AND reply_to = $15`
 	qRescanUpdateChunk = `UPDATE chunks SET text = $2, content_hash = sha256(convert_to($2, 'UTF8'))
 		WHERE id = $1::uuid AND text = $3`
 	qRescanUpdateDocument = `UPDATE documents SET context = $3,
@@ -159,7 +160,7 @@ var (
 var rescanTargets = []RescanTarget{
 	{Name: RescanTargetAliases, Fields: oneText, list: qRescanAliases, update: qRescanDeleteAlias},
 	{Name: RescanTargetEntities, Fields: oneText, list: qRescanEntities, update: qRescanDeleteEntity},
-	{Name: RescanTargetUnits, Fields: []RescanField{RescanText, RescanText, RescanJSON, RescanJSON}, list: qRescanUnits, update: qRescanUpdateUnit},
+	{Name: RescanTargetUnits, Fields: []RescanField{RescanText, RescanText, RescanJSON, RescanJSON, RescanText}, list: qRescanUnits, update: qRescanUpdateUnit},
 	{Name: RescanTargetChunks, Fields: oneText, list: qRescanChunks, update: qRescanUpdateChunk},
 	{Name: RescanTargetEvidence, Fields: oneText, list: qRescanEvidence, update: qRescanUpdateEvidence},
 	{Name: RescanTargetObsHistory, Fields: twoTexts, list: qRescanObsHistory, update: qRescanUpdateObsHistory},
@@ -508,7 +509,7 @@ func queueRescanUpdate(b *pgx.Batch, t RescanTarget, bankID string, c RescanChan
 			reason = "blocked_by_policy: " + strings.Join(c.Blocked, ", ")
 		}
 		b.Queue(t.update, r.Key, c.Out[0], c.Out[1], c.Out[2], c.Out[3], vec, sa, block, reason,
-			r.Fields[0], r.Fields[1], r.Fields[2], r.Fields[3])
+			r.Fields[0], r.Fields[1], r.Fields[2], r.Fields[3], c.Out[4], r.Fields[4])
 	case RescanTargetChunks, RescanTargetMentalModels, RescanTargetMMHistory:
 		b.Queue(t.update, r.Key, c.Out[0], r.Fields[0])
 	case RescanTargetDocuments:

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/memstream/memstream/defense"
+	"github.com/memstream/memstream/extract"
 	"github.com/memstream/memstream/store"
 	"github.com/memstream/memstream/text"
 )
@@ -117,14 +118,15 @@ type Report struct {
 }
 
 // Run applies cfg.Policy to every stored text of the bank: facts (text,
-// context, tags and metadata), chunks, observation evidence quotes and
-// history, mental models and their history, and document context, tags
-// and metadata; entities and aliases the policy finds secrets in are
-// removed. Redacted and blocked findings are replaced by their marker in
-// place; a valid fact whose text the policy blocks is also invalidated
-// with reason "blocked_by_policy: <labels>" rather than deleted, so its
-// links and evidence stay explainable. Facts whose text changed get a new
-// embedding and search_aux (the tsvector column is generated and
+// context, tags, metadata and reply_to, the quote their vector embeds),
+// chunks, observation evidence quotes and history, mental models and
+// their history, and document context, tags and metadata; entities and
+// aliases the policy finds secrets in are removed. Redacted and blocked
+// findings are replaced by their marker in place; a valid fact whose text
+// the policy blocks is also invalidated with reason "blocked_by_policy:
+// <labels>" rather than deleted, so its links and evidence stay
+// explainable. Facts whose text or reply_to changed get a new embedding
+// of both, redacted, and search_aux (the tsvector column is generated and
 // follows). Audit rows are written for every finding. With DryRun nothing
 // is written.
 func Run(ctx context.Context, deps Deps, cfg Config) (Report, error) {
@@ -282,22 +284,33 @@ func actionRank(a string) int {
 	return 0
 }
 
-// unitDerived embeds the new texts of changed facts and rebuilds their
-// search_aux. Only facts whose text changed get them; a change confined to
-// context keeps both.
+// Fields of a memory_units row (store.RescanTargets): the ones a fact's
+// vector embeds.
+const (
+	unitText    = 0
+	unitReplyTo = 4
+)
+
+// unitDerived embeds the changed facts again and rebuilds their
+// search_aux. Only facts whose embedded input changed get them, the text
+// or the quote of the turn it answers before it (extract.EmbeddingTextOf),
+// both as redacted: a secret in the quoted user turn leaves the vector's
+// input with the quote. A change confined to context, tags or metadata
+// keeps both.
 func unitDerived(ctx context.Context, deps Deps, changes []store.RescanChange) error {
 	var ids []uuid.UUID
 	var at []int
 	var texts []string
 	for i, c := range changes {
-		if c.Out[0] == c.Row.Fields[0] {
+		if c.Out[unitText] == c.Row.Fields[unitText] && c.Out[unitReplyTo] == c.Row.Fields[unitReplyTo] {
 			continue
 		}
 		id, err := uuid.Parse(c.Row.Key)
 		if err != nil {
 			return fmt.Errorf("fact id %q: %w", c.Row.Key, err)
 		}
-		ids, at, texts = append(ids, id), append(at, i), append(texts, c.Out[0])
+		ids, at = append(ids, id), append(at, i)
+		texts = append(texts, extract.EmbeddingTextOf(c.Out[unitReplyTo], c.Out[unitText]))
 	}
 	if len(texts) == 0 {
 		return nil
@@ -315,7 +328,7 @@ func unitDerived(ctx context.Context, deps Deps, changes []store.RescanChange) e
 	}
 	for k, i := range at {
 		changes[i].Embedding = vs[k]
-		changes[i].SearchAux = text.Aux(texts[k], names[changes[i].Row.Key])
+		changes[i].SearchAux = text.Aux(changes[i].Out[unitText], names[changes[i].Row.Key])
 	}
 	return nil
 }
