@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
+	"github.com/memstream/memstream/extract"
 	"github.com/memstream/memstream/internal/lifetime"
 	"github.com/memstream/memstream/llmtrace"
 	"github.com/memstream/memstream/priority"
@@ -710,7 +711,7 @@ func (w *Worker) consolidate(ctx context.Context, bankID string, facts []store.P
 	if len(missing) > 0 {
 		texts := make([]string, len(missing))
 		for j, i := range missing {
-			texts[j] = facts[i].Text
+			texts[j] = extract.EmbeddingTextOf(facts[i].ReplyTo, facts[i].Text)
 		}
 		vecs, err := w.emb.EmbedDocuments(ctx, texts)
 		if err != nil {
@@ -855,10 +856,14 @@ func (w *Worker) edits(ctx context.Context, bankID string, batch []FactCandidate
 			cands[c.ID] = c
 		}
 	}
-	// Texts that are not some fact's own text need an embedding.
+	// Texts that are not some fact's own embedded text need an
+	// embedding. An observation is embedded as its text alone: a fact
+	// that quotes the turn it answers has a vector of the quote and the
+	// text, which the observation must not copy (its row has no quote,
+	// and a rescan that redacts the fact's quote would not reach it).
 	var toEmbed []string
 	need := func(text string, src []uuid.UUID) {
-		if len(src) == 1 && facts[src[0]].Text == text {
+		if len(src) == 1 && extract.EmbeddingTextOf(facts[src[0]].ReplyTo, facts[src[0]].Text) == text {
 			return
 		}
 		if !slices.Contains(toEmbed, text) {
