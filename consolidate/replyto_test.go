@@ -32,10 +32,10 @@ func (r *recordingEmbedder) EmbedDocuments(ctx context.Context, texts []string) 
 
 // A fact that quotes the turn it answers and has no vector yet is
 // embedded as ingest would embed it, the quote then the text. An
-// observation is embedded as its own text: it does not copy the vector of
-// a quoting fact with the same text, whose quote it does not store (and a
-// rescan redacting that quote would not reach it).
-func TestQuotingFactsEmbedTheirQuoteObservationsTheirText(t *testing.T) {
+// observation of one such fact with its text copies the fact's vector,
+// quote included, so a question about the request finds it as it finds
+// the fact.
+func TestQuotingFactsEmbedTheirQuoteObservationsCopyIt(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
@@ -75,7 +75,11 @@ func TestQuotingFactsEmbedTheirQuoteObservationsTheirText(t *testing.T) {
 		t.Fatalf("observations %+v: want one with the first fact's text, which could copy its vector", obs)
 	}
 	for _, o := range obs {
-		want, err := e.emb.EmbedDocuments(ctx, []string{o.Text})
+		src := map[string]string{text1: quote1 + "\n" + text1, text2: quote2 + "\n" + text2}[o.Text]
+		if src == "" {
+			continue
+		}
+		want, err := e.emb.EmbedDocuments(ctx, []string{src})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +88,7 @@ func TestQuotingFactsEmbedTheirQuoteObservationsTheirText(t *testing.T) {
 			t.Fatal(err)
 		}
 		if d > 1e-3 {
-			t.Errorf("observation %q: vector at cosine distance %.4f from its text, want its text alone", o.Text, d)
+			t.Errorf("observation %q: vector at cosine distance %.4f from its fact's quote and text, want the fact's vector", o.Text, d)
 		}
 	}
 }

@@ -856,14 +856,15 @@ func (w *Worker) edits(ctx context.Context, bankID string, batch []FactCandidate
 			cands[c.ID] = c
 		}
 	}
-	// Texts that are not some fact's own embedded text need an
-	// embedding. An observation is embedded as its text alone: a fact
-	// that quotes the turn it answers has a vector of the quote and the
-	// text, which the observation must not copy (its row has no quote,
-	// and a rescan that redacts the fact's quote would not reach it).
+	// Texts that are not some fact's own text need an embedding. An
+	// observation of one fact with the same text copies that fact's
+	// vector, the quote of the turn it answers included, so it is found
+	// by a question about the request as the fact is; embedding its text
+	// alone halved the consolidation rate with the local model and made
+	// quoting facts stop matching their own observations (docs/EMBEDDINGS.md).
 	var toEmbed []string
 	need := func(text string, src []uuid.UUID) {
-		if len(src) == 1 && extract.EmbeddingTextOf(facts[src[0]].ReplyTo, facts[src[0]].Text) == text {
+		if len(src) == 1 && facts[src[0]].Text == text {
 			return
 		}
 		if !slices.Contains(toEmbed, text) {
