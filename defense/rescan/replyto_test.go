@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -26,16 +25,8 @@ import (
 // the vector's input, and redacting the text must not drop the quote.
 func TestRescanReembedsTheRedactedQuoteAndText(t *testing.T) {
 	t.Parallel()
-	url, _ := pgtest.Schema(t)
+	st, url := migratedStore(t)
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Deps{Logger: slog.New(slog.DiscardHandler)}, store.Config{URL: url, Dim: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("secret seed %d", seed)
 	fs := fakeSecrets{rand.New(rand.NewPCG(seed, 11))}

@@ -67,22 +67,31 @@ type rescanFixture struct {
 	emb                *embed.Hash
 }
 
-func newRescanFixture(t *testing.T) *rescanFixture {
+// migratedStore opens a store on a schema of its own, migrated, closed
+// when the test ends.
+func migratedStore(t *testing.T) (*store.Store, string) {
 	t.Helper()
 	url, _ := pgtest.Schema(t)
-	ctx := context.Background()
-	st, err := store.Open(ctx, store.Deps{Logger: slog.New(slog.DiscardHandler)}, store.Config{URL: url, Dim: 64})
+	st, err := store.Open(context.Background(), store.Deps{Logger: slog.New(slog.DiscardHandler)}, store.Config{URL: url, Dim: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	if _, err := st.Migrate(ctx); err != nil {
+	if _, err := st.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	return st, url
+}
+
+func newRescanFixture(t *testing.T) *rescanFixture {
+	t.Helper()
+	st, url := migratedStore(t)
+	ctx := context.Background()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("secret seed %d", seed)
 	fs := fakeSecrets{rand.New(rand.NewPCG(seed, 7))}
 	fx := &rescanFixture{st: st, db: pgtest.Pool(t, url), url: url, bank: "vault", openai: fs.openAIProject(), aws: fs.awsKeyID(), pem: fs.pemBody()}
+	var err error
 	if fx.emb, err = embed.NewHash(64); err != nil {
 		t.Fatal(err)
 	}
