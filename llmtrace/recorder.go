@@ -256,6 +256,19 @@ func (r *Recorder) Retention() retention.Rule {
 	return rule
 }
 
+// RetentionRule is the llm_requests rule a process prunes with: r's
+// (age and per-bank cap) when tracing is on, else age alone through st,
+// so that what an earlier run recorded still goes after tracing is turned
+// off (llm.trace_max_per_bank 0 gives a nil r).
+func RetentionRule(r *Recorder, st Writer, age time.Duration) retention.Rule {
+	if r != nil {
+		return r.Retention()
+	}
+	return retention.Age("llm_requests", age, func(ctx context.Context, before time.Time) (int64, error) {
+		return st.PruneLLMRequests(ctx, before, nil, 0)
+	})
+}
+
 // Stop ends Run, which writes what is buffered, and returns once it has
 // or when ctx ends.
 func (r *Recorder) Stop(ctx context.Context) error { return r.life.Stop(ctx) }

@@ -261,6 +261,19 @@ func TestPrunesWrittenBanks(t *testing.T) {
 	if rule := (*Recorder)(nil).Retention(); rule.Prune != nil {
 		t.Error("a nil recorder's rule prunes")
 	}
+
+	// Tracing off: nothing is recorded, and earlier rows still go by age.
+	off := &fakeStore{}
+	rule = RetentionRule(nil, off, 2*time.Hour)
+	if rule.Prune == nil {
+		t.Fatal("with tracing off the rule does not prune by age")
+	}
+	if _, err := rule.Prune(context.Background(), now); err != nil {
+		t.Fatal(err)
+	}
+	if !off.before.Equal(now.Add(-2*time.Hour)) || off.keep != 0 || len(off.pruned) != 1 || len(off.pruned[0]) != 0 {
+		t.Errorf("tracing off pruned before %s, keep %d, banks %v; want %s by age only", off.before, off.keep, off.pruned, now.Add(-2*time.Hour))
+	}
 }
 
 func TestConfig(t *testing.T) {

@@ -201,7 +201,7 @@ func start(ctx context.Context, cfg config.Config, rl config.Roles, reg *prometh
 	}
 	// Every process prunes, whatever its roles (see package retention).
 	if a.prune, err = retention.New(retention.Deps{Registerer: reg, Logger: log.With("component", "retention")}, retention.Config{},
-		a.trace.Retention(),
+		llmtrace.RetentionRule(a.trace, a.st, cfg.LLM.TraceRetention),
 		retention.Age("audit_log", cfg.HTTP.AuditRetention, a.st.PruneAudit),
 		retention.Age("defense_audit", cfg.Defense.AuditRetention, a.st.PruneDefenseAudit)); err != nil {
 		return a, err
