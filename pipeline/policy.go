@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/memstream/memstream/defense"
 	"github.com/memstream/memstream/event"
+	"github.com/memstream/memstream/internal/ttlcache"
 )
 
 // PolicyLoader reads a bank's stored defense policy JSON.
@@ -22,15 +22,12 @@ type PolicyLoader interface {
 type CachedPolicies struct {
 	loader  PolicyLoader
 	base    defense.Policy
-	ttl     time.Duration
-	mu      sync.Mutex
-	entries map[string]cachedPolicy
+	entries *ttlcache.Cache[defense.Policy]
 }
 
-type cachedPolicy struct {
-	p       defense.Policy
-	expires time.Time
-}
+// policyBanks bounds how many banks' policies are cached; past it the
+// least recently used bank's policy is read again when needed.
+const policyBanks = 4096
 
 // PolicyDeps are where CachedPolicies reads banks' policies.
 type PolicyDeps struct {
@@ -52,7 +49,11 @@ func NewCachedPolicies(deps PolicyDeps, cfg PolicyConfig) (*CachedPolicies, erro
 	if deps.Loader == nil {
 		return nil, fmt.Errorf("pipeline: cached policies: nil loader")
 	}
-	return &CachedPolicies{loader: deps.Loader, base: cfg.Base, ttl: cfg.TTL, entries: map[string]cachedPolicy{}}, nil
+	entries, err := ttlcache.New[defense.Policy](policyBanks, cfg.TTL)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: cached policies: %w", err)
+	}
+	return &CachedPolicies{loader: deps.Loader, base: cfg.Base, entries: entries}, nil
 }
 
 // Policy returns the effective policy of a bank. A stored policy that does
@@ -60,12 +61,8 @@ func NewCachedPolicies(deps PolicyDeps, cfg PolicyConfig) (*CachedPolicies, erro
 // events go to the dead-letter topic until it is fixed, since guessing a
 // policy could store what the bank meant to block.
 func (c *CachedPolicies) Policy(ctx context.Context, bankID string) (defense.Policy, error) {
-	now := time.Now()
-	c.mu.Lock()
-	e, ok := c.entries[bankID]
-	c.mu.Unlock()
-	if ok && now.Before(e.expires) {
-		return e.p, nil
+	if p, ok := c.entries.Get(bankID); ok {
+		return p, nil
 	}
 	raw, err := c.loader.BankPolicy(ctx, bankID)
 	if err != nil {
@@ -75,15 +72,11 @@ func (c *CachedPolicies) Policy(ctx context.Context, bankID string) (defense.Pol
 	if err != nil {
 		return c.base, event.Errorf(event.ClassBlockedByPolicy, "defense", "bank %s has an invalid defense policy: %v", bankID, err)
 	}
-	c.mu.Lock()
-	c.entries[bankID] = cachedPolicy{p: p, expires: now.Add(c.ttl)}
-	c.mu.Unlock()
+	c.entries.Add(bankID, p)
 	return p, nil
 }
 
 // Invalidate drops a bank's cached policy after an edit.
 func (c *CachedPolicies) Invalidate(bankID string) {
-	c.mu.Lock()
-	delete(c.entries, bankID)
-	c.mu.Unlock()
+	c.entries.Remove(bankID)
 }

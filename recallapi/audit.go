@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/memstream/memstream/internal/ttlcache"
 	"github.com/memstream/memstream/store"
 )
 
@@ -31,22 +31,16 @@ const (
 // replica invalidate at once.
 type auditSwitch struct {
 	def   bool
-	ttl   time.Duration
-	cache *lru.Cache[string, auditSwitchEntry]
+	cache *ttlcache.Cache[bool]
 	load  func(ctx context.Context, bankID string) (map[string]any, error)
 }
 
-type auditSwitchEntry struct {
-	on      bool
-	expires time.Time
-}
-
 func newAuditSwitch(def bool, load func(ctx context.Context, bankID string) (map[string]any, error)) (*auditSwitch, error) {
-	c, err := lru.New[string, auditSwitchEntry](auditSwitchBanks)
+	c, err := ttlcache.New[bool](auditSwitchBanks, auditSwitchTTL)
 	if err != nil {
 		return nil, err
 	}
-	return &auditSwitch{def: def, ttl: auditSwitchTTL, cache: c, load: load}, nil
+	return &auditSwitch{def: def, cache: c, load: load}, nil
 }
 
 // effective is a bank's audit switch from its overrides: its own boolean
@@ -64,15 +58,15 @@ func (a *auditSwitch) effective(overrides map[string]any) bool {
 // does: a blip neither loses the rows of a bank meant to be audited nor
 // sticks.
 func (a *auditSwitch) on(ctx context.Context, bank string) bool {
-	if e, ok := a.cache.Get(bank); ok && time.Now().Before(e.expires) {
-		return e.on
+	if on, ok := a.cache.Get(bank); ok {
+		return on
 	}
 	ov, err := a.load(ctx, bank)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return a.def
 	}
 	on := a.effective(ov)
-	a.cache.Add(bank, auditSwitchEntry{on: on, expires: time.Now().Add(a.ttl)})
+	a.cache.Add(bank, on)
 	return on
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memstream/memstream/internal/pgtest"
+	"github.com/memstream/memstream/internal/ttlcache"
 )
 
 // auditActions counts a bank's audit rows per action, read from the table
@@ -166,7 +167,11 @@ func TestAuditLogSwitchFromAnotherReplica(t *testing.T) {
 	if n := loads.Load(); n != 1 {
 		t.Fatalf("%d config reads for 10 writes within the TTL, want 1", n)
 	}
-	b.srv.audits.ttl = 50 * time.Millisecond
+	short, err := ttlcache.New[bool](auditSwitchBanks, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.srv.audits.cache = short
 	b.srv.audits.invalidate("shared")
 	a.setAudit("shared", "false")
 	b.writeAndRecall("shared") // may still be audited: b's cache is fresh
