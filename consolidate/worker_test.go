@@ -1,8 +1,11 @@
 package consolidate_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -578,13 +581,14 @@ func TestStopReleasesJob(t *testing.T) {
 	}
 	adj := &blockingAdjudicator{Adjudicator: off, release: make(chan struct{}), entered: make(chan struct{}, 1)}
 	cfg := consolidate.Config{Workers: 1, PollInterval: 20 * time.Millisecond, HousekeepingInterval: 50 * time.Millisecond, LockTimeout: time.Hour}
-	w := e.worker(consolidate.Deps{Adjudicator: adj}, cfg)
+	logs := captureLogs(t, e)
+	w := e.worker(consolidate.Deps{Adjudicator: adj, Logger: logs}, cfg)
 	lifetimetest.CheckStop(t, w, 30*time.Second, func() { <-adj.entered })
 	if !adj.cancelled.Load() {
 		t.Fatal("the drain in hand was not cancelled")
 	}
 	// The lock timeout is an hour: only a released job drains now.
-	w2 := e.worker(consolidate.Deps{Adjudicator: off}, cfg)
+	w2 := e.worker(consolidate.Deps{Adjudicator: off, Logger: logs.With("worker", "second")}, cfg)
 	ran := make(chan error, 1)
 	go func() { ran <- w2.Run(context.Background()) }()
 	defer func() {
@@ -597,4 +601,45 @@ func TestStopReleasesJob(t *testing.T) {
 		n, err := e.st.BankBacklog(context.Background(), "halt")
 		return err == nil && n == 0
 	})
+}
+
+// captureLogs returns a debug logger whose lines, with the bank's job rows,
+// are printed only when the test fails: a flaky shutdown test is then
+// diagnosable from the CI log alone.
+func captureLogs(t *testing.T, e *env) *slog.Logger {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		rows, err := e.db.Query(context.Background(), `SELECT id, bank_id, state, attempts, max_attempts, run_at, coalesce(locked_by, ''), coalesce(last_error, '') FROM jobs ORDER BY id`)
+		if err == nil {
+			for rows.Next() {
+				var id int64
+				var bank, state, by, last string
+				var att, maxAtt int
+				var runAt time.Time
+				if rows.Scan(&id, &bank, &state, &att, &maxAtt, &runAt, &by, &last) == nil {
+					t.Logf("job %d bank %s state %s attempts %d/%d run_at %s locked_by %q last_error %q", id, bank, state, att, maxAtt, runAt.Format(time.RFC3339Nano), by, last)
+				}
+			}
+			rows.Close()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		t.Logf("worker logs:\n%s", buf.String())
+	})
+	return slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

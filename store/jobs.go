@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -148,21 +149,46 @@ func (s *Store) FailJob(ctx context.Context, id int64, worker string, backoff ti
 		msg = cause.Error()
 	}
 	var state string
-	err := s.pool.QueryRow(ctx, qJobFail, id, worker, backoff.Seconds(), msg).Scan(&state)
+	err := retryPendingRace(func() error {
+		return translate(s.pool.QueryRow(ctx, qJobFail, id, worker, backoff.Seconds(), msg).Scan(&state))
+	})
 	if err != nil {
-		return "", fmt.Errorf("fail job %d: %w", id, translate(err))
+		return "", fmt.Errorf("fail job %d: %w", id, err)
 	}
 	return state, nil
+}
+
+// retryPendingRace runs fn, a statement that makes running jobs available
+// again, once more when it collided with an enqueue of the same key. The
+// statement retires a job as done when another available job covers its
+// key, but under READ COMMITTED it cannot see an insert that commits
+// while it runs; the insert wins the unique index and the statement
+// fails. Run again, it sees the committed row. Without the retry the job
+// stayed running, and its bank was not consolidated until the lock
+// timeout took it back.
+func retryPendingRace(fn func() error) error {
+	var err error
+	for range 3 {
+		if err = fn(); !errors.Is(err, ErrConflict) {
+			return err
+		}
+	}
+	return err
 }
 
 // ReclaimStaleJobs releases running jobs whose lock is older than timeout,
 // the jobs of workers that crashed. It returns how many it released.
 func (s *Store) ReclaimStaleJobs(ctx context.Context, timeout time.Duration) (int, error) {
-	tag, err := s.pool.Exec(ctx, qJobReclaim, timeout.Seconds())
+	var n int64
+	err := retryPendingRace(func() error {
+		tag, err := s.pool.Exec(ctx, qJobReclaim, timeout.Seconds())
+		n = tag.RowsAffected()
+		return translate(err)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("reclaim stale jobs: %w", err)
 	}
-	return int(tag.RowsAffected()), nil
+	return int(n), nil
 }
 
 // EnqueueConsolidation enqueues a consolidation job for each bank, unless

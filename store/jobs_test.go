@@ -225,3 +225,67 @@ func TestJobClaimWorkBounded(t *testing.T) {
 		t.Errorf("a claim read %d job rows beside 20 000 finished ones; want a bounded number (at most 100)", n)
 	}
 }
+
+// TestJobFailRacingEnqueue: an enqueue of the same bank that commits while
+// FailJob runs must not leave the failed job running (its bank would wait
+// for the lock timeout); FailJob retires it in favour of the new row.
+func TestJobFailRacingEnqueue(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	persistFacts(t, st, "race", 1, time.Now())
+	j, err := st.ClaimJob(ctx, store.JobConsolidate, "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `INSERT INTO jobs (kind, bank_id, unique_key) VALUES ($1, 'race', $1 || ':race')`, store.JobConsolidate); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		state string
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		state, err := st.FailJob(ctx, j.ID, "w1", 0, errors.New("worker shut down"))
+		done <- result{state, err}
+	}()
+	// FailJob now waits on the uncommitted row's unique-index entry.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting int
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE jobs SET%last_error = $4%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("FailJob never waited on the concurrent enqueue")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.state != "done" {
+		t.Fatalf("FailJob racing an enqueue: %q %v, want done", r.state, r.err)
+	}
+	var running, available int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE state = 'running'), count(*) FILTER (WHERE state = 'available') FROM jobs WHERE bank_id = 'race'`).Scan(&running, &available); err != nil {
+		t.Fatal(err)
+	}
+	if running != 0 || available != 1 {
+		t.Fatalf("after the race: %d running, %d available jobs; want 0 and 1", running, available)
+	}
+	if _, err := st.ClaimJob(ctx, store.JobConsolidate, "w2"); err != nil {
+		t.Fatalf("the bank's job is not claimable: %v", err)
+	}
+}
