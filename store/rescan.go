@@ -62,6 +62,17 @@ const (
 			updated_at = now()
 		WHERE id = $1::uuid AND text = $10 AND context = $11 AND to_jsonb(tags) = $12::jsonb AND metadata = $13::jsonb
 			AND reply_to = $15`
+	// An observation of one fact with the fact's text carries a copy of
+	// the fact's vector (consolidate: the quote it answers included), so a
+	// fact embedded again hands its new vector to the observations that
+	// still hold the old one; otherwise a redacted quote would live on in
+	// their vectors. It runs before the fact's own update, which it
+	// requires to apply (the same old values).
+	qRescanCopyObsVector = `UPDATE memory_units o SET embedding = $2, updated_at = now()
+		FROM memory_units f
+		WHERE f.id = $1::uuid AND f.text = $3 AND f.reply_to = $4
+			AND o.bank_id = f.bank_id AND o.fact_type = 'observation' AND o.embedding = f.embedding
+			AND EXISTS (SELECT 1 FROM observation_evidence e WHERE e.observation_id = o.id AND e.memory_id = f.id)`
 	qRescanUpdateChunk = `UPDATE chunks SET text = $2, content_hash = sha256(convert_to($2, 'UTF8'))
 		WHERE id = $1::uuid AND text = $3`
 	qRescanUpdateDocument = `UPDATE documents SET context = $3,
@@ -269,6 +280,9 @@ type RescanApplied struct {
 	// given a new embedding; AuxRebuilt facts whose search_aux followed a
 	// removed entity name; AuditRows audit rows inserted or updated.
 	Changed, Invalidated, Reembedded, AuxRebuilt, AuditRows int
+	// ObservationVectors counts observations that held a copy of a
+	// re-embedded fact's vector and were given its new one.
+	ObservationVectors int
 	// Conflicts counts rows that changed between read and write; a
 	// second rescan covers them.
 	Conflicts int
@@ -318,11 +332,14 @@ func (s *Store) ApplyRescan(ctx context.Context, bank, target string, changes []
 		br := tx.SendBatch(ctx, b)
 		for i, c := range changes {
 			var tag pgconn.CommandTag
-			for range stmts[i] {
+			for j := range stmts[i] {
 				var err error
 				if tag, err = br.Exec(); err != nil {
 					br.Close()
 					return fmt.Errorf("update %s %s: %w", t.Name, c.Row.Key, err)
+				}
+				if t.Name == RescanTargetUnits && j < stmts[i]-1 {
+					out.ObservationVectors += int(tag.RowsAffected()) // qRescanCopyObsVector
 				}
 			}
 			if tag.RowsAffected() == 0 {
@@ -508,8 +525,14 @@ func queueRescanUpdate(b *pgx.Batch, t RescanTarget, bankID string, c RescanChan
 		if block {
 			reason = "blocked_by_policy: " + strings.Join(c.Blocked, ", ")
 		}
+		n := 1
+		if c.Embedding != nil {
+			b.Queue(qRescanCopyObsVector, r.Key, vec, r.Fields[0], r.Fields[4])
+			n++
+		}
 		b.Queue(t.update, r.Key, c.Out[0], c.Out[1], c.Out[2], c.Out[3], vec, sa, block, reason,
 			r.Fields[0], r.Fields[1], r.Fields[2], r.Fields[3], c.Out[4], r.Fields[4])
+		return n
 	case RescanTargetChunks, RescanTargetMentalModels, RescanTargetMMHistory:
 		b.Queue(t.update, r.Key, c.Out[0], r.Fields[0])
 	case RescanTargetDocuments:

@@ -67,17 +67,41 @@ func TestRescanReembedsTheRedactedQuoteAndText(t *testing.T) {
 	if _, err := st.PersistBatch(ctx, []store.EventRecord{ev}); err != nil {
 		t.Fatal(err)
 	}
+	// Consolidation's observation of quoteOnly alone copies its vector
+	// (quote included); one with a vector of its own must keep it.
+	copied, own := store.DeriveID(bank, "obs", "copied"), store.DeriveID(bank, "obs", "own")
+	ownVec, err := emb.EmbedDocuments(ctx, []string{"the staging cluster works"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evidence := []store.ObsEvidence{{MemoryID: quoteOnly, Quote: facts[0].body, Relevance: 1, At: at}}
+	if _, err := st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: bank, FactIDs: []store.UUID{quoteOnly, both}, Now: at,
+		Trend: func([]time.Time) string { return "new" },
+		Edits: []store.ObsEdit{
+			{Kind: store.EditCreate, ObservationID: copied, Text: facts[0].body, Embedding: ev.Facts[0].Embedding, Evidence: evidence},
+			{Kind: store.EditCreate, ObservationID: own, Text: "the staging cluster works", Embedding: ownVec[0], Evidence: evidence},
+		}}); err != nil {
+		t.Fatal(err)
+	}
 
 	rep, err := rescan.Run(ctx, rescan.Deps{Store: st, Gate: gate, Embedder: emb},
 		rescan.Config{BankID: bank, Policy: defense.Policy{Default: defense.ActionRedact}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Changed[store.RescanTargetUnits] != 2 || rep.Reembedded != 2 || rep.Conflicts != 0 {
-		t.Errorf("report %+v: want both facts redacted and embedded again", rep)
+	if rep.Changed[store.RescanTargetUnits] != 2 || rep.Reembedded != 2 || rep.ObservationVectors != 1 || rep.Conflicts != 0 {
+		t.Errorf("report %+v: want both facts redacted and embedded again, and the copying observation given the new vector", rep)
 	}
 	marker := defense.RedactionMarker("openai_project_key")
 	db := pgtest.Pool(t, url)
+	var dCopied, dOwn float64
+	if err := db.QueryRow(ctx, `SELECT (SELECT o.embedding <=> f.embedding FROM memory_units o, memory_units f WHERE o.id = $1 AND f.id = $2),
+		(SELECT embedding <=> $4 FROM memory_units WHERE id = $3)`, copied, quoteOnly, own, pgvector.NewHalfVector(ownVec[0])).Scan(&dCopied, &dOwn); err != nil {
+		t.Fatal(err)
+	}
+	if dCopied > 1e-6 || dOwn > 1e-3 {
+		t.Errorf("observation vectors: the copy is at cosine distance %.4f from its fact's new vector (want 0), the own one %.4f from its own (want 0)", dCopied, dOwn)
+	}
 	for _, f := range facts {
 		var replyTo, body, ctxText string
 		if err := db.QueryRow(ctx, `SELECT reply_to, text, context FROM memory_units WHERE id = $1`, f.id).Scan(&replyTo, &body, &ctxText); err != nil {

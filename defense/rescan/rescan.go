@@ -105,6 +105,10 @@ type Report struct {
 	Invalidated int `json:"invalidated"`
 	// Reembedded counts facts whose embedding was recomputed.
 	Reembedded int `json:"reembedded"`
+	// ObservationVectors counts observations that carried a copy of a
+	// re-embedded fact's vector (an observation of that one fact, with its
+	// text) and were given the new one.
+	ObservationVectors int `json:"observation_vectors"`
 	// AuxRebuilt counts facts whose search_aux was rebuilt because an
 	// entity or alias they mention was removed.
 	AuxRebuilt int `json:"aux_rebuilt"`
@@ -244,6 +248,7 @@ func runBatch(ctx context.Context, deps Deps, cfg Config, t store.RescanTarget, 
 	rep.Changed[t.Name] += applied.Changed
 	rep.Invalidated += applied.Invalidated
 	rep.Reembedded += applied.Reembedded
+	rep.ObservationVectors += applied.ObservationVectors
 	rep.AuxRebuilt += applied.AuxRebuilt
 	rep.Conflicts += applied.Conflicts
 	rep.AuditRows += applied.AuditRows
@@ -425,8 +430,8 @@ func (rep Report) WriteSummary(w io.Writer, took time.Duration) {
 	for _, l := range labels {
 		fmt.Fprintf(w, "  finding %-30s %6d\n", l, rep.Findings[l])
 	}
-	fmt.Fprintf(w, "  facts invalidated (blocked): %d, re-embedded: %d, search_aux rebuilt: %d, audit rows: %d, conflicts: %d\n",
-		rep.Invalidated, rep.Reembedded, rep.AuxRebuilt, rep.AuditRows, rep.Conflicts)
+	fmt.Fprintf(w, "  facts invalidated (blocked): %d, re-embedded: %d (observation vectors with them: %d), search_aux rebuilt: %d, audit rows: %d, conflicts: %d\n",
+		rep.Invalidated, rep.Reembedded, rep.ObservationVectors, rep.AuxRebuilt, rep.AuditRows, rep.Conflicts)
 	if rep.Conflicts > 0 {
 		fmt.Fprintln(w, "  some rows changed while they were being rescanned; run the rescan again to cover them")
 	}
