@@ -40,7 +40,13 @@ func ParseTranscript(content string) ([]Message, bool) {
 			if len(out) == 0 {
 				return nil, false
 			}
-			out[len(out)-1].Content += "\n" + strings.TrimSpace(line)
+			// A speaker line may hold only the speaker ("User:"), its text
+			// starting on the next line.
+			if last := &out[len(out)-1]; last.Content == "" {
+				last.Content = strings.TrimSpace(line)
+			} else {
+				last.Content += "\n" + strings.TrimSpace(line)
+			}
 			continue
 		}
 		speakers++

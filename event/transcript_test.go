@@ -30,6 +30,11 @@ func TestParseTranscript(t *testing.T) {
 			t.Errorf("ParseTranscript(%q) = %+v, want not a transcript", not, m)
 		}
 	}
+	// The speaker alone on its line, the text below it.
+	if m, ok := ParseTranscript("User:\nWhat wine goes with lamb?\nAssistant:\nA Syrah.\nOr a Rioja."); !ok ||
+		!reflect.DeepEqual(m, []Message{{Role: "user", Content: "What wine goes with lamb?"}, {Role: "assistant", Content: "A Syrah.\nOr a Rioja."}}) {
+		t.Errorf("speaker lines without text: %+v %v", m, ok)
+	}
 	// One message retained on its own keeps its speaker and role.
 	if m, ok := ParseTranscript("Sommelier Bot (assistant): Go for a Syrah.\nIt stands up to lamb."); !ok || len(m) != 1 ||
 		m[0] != (Message{Role: "assistant", Name: "Sommelier Bot", Content: "Go for a Syrah.\nIt stands up to lamb."}) {
