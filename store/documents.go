@@ -77,7 +77,7 @@ const (
 	// (its foreign-key check holds a key-share lock), so the next
 	// statement, with a fresh snapshot, sees that fact's link and keeps the
 	// entity. An ingest that comes later finds the entity gone, fails its
-	// foreign key, and is retried by the pipeline, which inserts the
+	// foreign key, and PersistBatch runs it again, which inserts the
 	// entity again from the event. Merge targets are kept.
 	qDocumentLockEntities   = `SELECT id FROM entities WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`
 	qDocumentOrphanEntities = `DELETE FROM entities e WHERE e.id = ANY($1::uuid[])

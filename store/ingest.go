@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 )
@@ -262,10 +263,38 @@ const JobConsolidate = "consolidate"
 // Consolidation jobs for the touched banks are enqueued in the same
 // transaction, so work cannot be lost between the commit and the enqueue.
 func (s *Store) PersistBatch(ctx context.Context, evs []EventRecord) (PersistResult, error) {
-	var res PersistResult
 	if len(evs) == 0 {
-		return res, nil
+		return PersistResult{}, nil
 	}
+	// Banks and entities are ensured before the batch's transaction, each
+	// in a short one of its own. A document delete, a memory clear or the
+	// orphan sweep may delete an entity (or a bank delete the bank) in
+	// between, and the transaction then fails a foreign key. Run again,
+	// the ensure puts the row back. The pipeline dead-letters a record
+	// whose persist fails a foreign key (a data error) once it is alone in
+	// its batch, so the retry has to be here.
+	var res PersistResult
+	var err error
+	for range persistAttempts {
+		if res, err = s.persistBatch(ctx, evs); !isForeignKeyViolation(err) {
+			break
+		}
+		s.log.Debug("batch lost a bank or entity deleted while it was stored; storing it again", "error", err)
+	}
+	return res, err
+}
+
+// persistAttempts bounds how often PersistBatch runs a batch whose bank or
+// entity was deleted under it.
+const persistAttempts = 3
+
+func isForeignKeyViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23503"
+}
+
+func (s *Store) persistBatch(ctx context.Context, evs []EventRecord) (PersistResult, error) {
+	var res PersistResult
 	all := make([]*EventRecord, len(evs))
 	for i := range evs {
 		all[i] = &evs[i]
@@ -274,7 +303,8 @@ func (s *Store) PersistBatch(ctx context.Context, evs []EventRecord) (PersistRes
 	// a new bank's row stayed uncommitted until the whole batch was, and
 	// every other lane with an event of that bank waited for it
 	// (docs/BENCHMARKS.md has the measurement). A bank deleted in between
-	// fails the batch's foreign key, and the retry ensures it again.
+	// fails the batch's foreign key, and PersistBatch's retry ensures it
+	// again.
 	if _, err := s.pool.Exec(ctx, qEnsureBank, uniqueBanks(all)); err != nil {
 		return res, fmt.Errorf("persist batch of %d events (first %s/%s): ensure banks: %w", len(evs), evs[0].BankID, evs[0].EventKey, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/memstream/memstream/store"
 )
@@ -418,8 +419,8 @@ func TestDeleteDocumentTakesBackMentions(t *testing.T) {
 
 // TestDeleteDocumentRacesIngest deletes the only document naming an
 // entity while other transactions link new facts to it, as pipeline lanes
-// do. A lane may fail its foreign key and retry (the pipeline retries
-// persist failures, inserting the entity again from the event), but no
+// do. A lane may fail its foreign key and retry (PersistBatch runs it
+// again, inserting the entity again from the event), but no
 // fact may end up without its entity link, which a cascade from deleting
 // an entity that had just gained a fact would cause.
 func TestDeleteDocumentRacesIngest(t *testing.T) {
@@ -515,5 +516,76 @@ func TestDeleteDocumentWaitsForALinkInFlight(t *testing.T) {
 	var linked int
 	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM unit_entities WHERE unit_id = $1 AND entity_id = $2`, fresh, ent).Scan(&linked); err != nil || linked != 1 {
 		t.Fatalf("the new fact's entity link: %d rows (%v), want 1", linked, err)
+	}
+}
+
+// TestPersistRacingEntityDelete: the only document naming an entity is
+// deleted after a lane ensured the entity (its own short transaction) and
+// before the lane's batch transaction links a fact to it. The batch must
+// still be stored, with the entity back: a failed foreign key on a single
+// record is dead-lettered by the pipeline, not retried. The lane is held
+// on a row lock of its own document until the delete has committed.
+func TestPersistRacingEntityDelete(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	ent := store.DeriveID("b", "entity", "gail")
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("victim", "Gail", 1, at),
+		{BankID: "b", EventKey: "seed", DocumentID: "other"}}); err != nil {
+		t.Fatal(err)
+	}
+	hold, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM documents WHERE bank_id = 'b' AND id = 'other' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("other", "Gail", 1, at)})
+		done <- err
+	}()
+	// The lane has ensured Gail and now waits on the document's row.
+	waitForBlocked(t, st, hold, `INSERT INTO documents%`)
+	res, err := st.DeleteDocument(ctx, "b", "victim")
+	if err != nil || res.EntitiesDeleted != 1 {
+		t.Fatalf("delete victim: %+v %v; want Gail deleted", res, err)
+	}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("a batch racing the delete of its entity failed: %v", err)
+	}
+	var linked int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM unit_entities ue JOIN memory_units m ON m.id = ue.unit_id
+		WHERE m.document_id = 'other' AND ue.entity_id = $1`, ent).Scan(&linked); err != nil || linked != 1 {
+		t.Fatalf("the new fact's link to Gail: %d rows (%v), want 1", linked, err)
+	}
+}
+
+// waitForBlocked waits until a statement matching the LIKE pattern query
+// waits on a lock that the transaction tx holds (so that parallel tests'
+// waits do not count).
+func waitForBlocked(t *testing.T, st *store.Store, tx pgx.Tx, query string) {
+	t.Helper()
+	pid := tx.Conn().PgConn().PID()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting int
+		if err := st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE $1::int = ANY (pg_blocking_pids(pid)) AND query LIKE $2`, int32(pid), query).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no statement like %q waited on a lock", query)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
