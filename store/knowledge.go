@@ -39,6 +39,8 @@ const (
 		SELECT mental_model_id FROM t WHERE mental_model_id IS NOT NULL`
 	qKnDelete = `DELETE FROM knowledge_nodes WHERE bank_id = $1 AND id = $2`
 	qKnDropMM = `DELETE FROM mental_models WHERE bank_id = $1 AND id = ANY($2::uuid[])`
+	// qKnTreeLock serialises the moves of one bank's tree, until commit.
+	qKnTreeLock = `SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.memstream.knowledge.' || $1))`
 	// A folder may not become its own descendant.
 	qKnIsDescendant = `WITH RECURSIVE t AS (
 			SELECT id FROM knowledge_nodes WHERE bank_id = $1 AND id = $2
@@ -100,23 +102,36 @@ func (s *Store) GetKnowledgeNode(ctx context.Context, bankID string, id uuid.UUI
 
 // MoveKnowledgeNode renames a node (name non-nil) and, when move is set,
 // puts it under parent (nil: the root).
+//
+// Moves under a parent of one bank run one at a time (qKnTreeLock), each
+// checking the tree the previous one left: two moves checked against the
+// same tree, a under b and b under a, both passed and made a cycle, whose
+// recursive walks (qKnSubtreeModels, qKnIsDescendant) never end.
 func (s *Store) MoveKnowledgeNode(ctx context.Context, bankID string, id uuid.UUID, name *string, move bool, parent *uuid.UUID) (KnowledgeNode, error) {
-	if move && parent != nil {
-		p, err := s.GetKnowledgeNode(ctx, bankID, *parent)
-		if err != nil {
-			return KnowledgeNode{}, err
+	var n KnowledgeNode
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		if move && parent != nil {
+			if _, err := tx.Exec(ctx, qKnTreeLock, bankID); err != nil {
+				return err
+			}
+			p, err := scanKn(tx.QueryRow(ctx, qKnGet, bankID, *parent))
+			if err != nil {
+				return fmt.Errorf("knowledge node %s/%s: %w", bankID, *parent, translate(err))
+			}
+			var cycle bool
+			if err := tx.QueryRow(ctx, qKnIsDescendant, bankID, id, *parent).Scan(&cycle); err != nil {
+				return err
+			}
+			if p.Kind != "folder" || cycle {
+				return fmt.Errorf("%w: the parent must be a folder outside the node", ErrConflict)
+			}
 		}
-		var cycle bool
-		if err := s.pool.QueryRow(ctx, qKnIsDescendant, bankID, id, *parent).Scan(&cycle); err != nil {
-			return KnowledgeNode{}, err
-		}
-		if p.Kind != "folder" || cycle {
-			return KnowledgeNode{}, fmt.Errorf("move knowledge node %s: %w: the parent must be a folder outside the node", id, ErrConflict)
-		}
-	}
-	n, err := scanKn(s.pool.QueryRow(ctx, qKnUpdate, bankID, id, name, move, parent))
+		var err error
+		n, err = scanKn(tx.QueryRow(ctx, qKnUpdate, bankID, id, name, move, parent))
+		return translate(err)
+	})
 	if err != nil {
-		return n, fmt.Errorf("update knowledge node %s/%s: %w", bankID, id, translate(err))
+		return n, fmt.Errorf("move knowledge node %s/%s: %w", bankID, id, err)
 	}
 	return n, nil
 }
