@@ -82,8 +82,11 @@ const (
 	qEntityMergeAliases = `INSERT INTO entity_aliases (bank_id, alias_key, alias, entity_id)
 		SELECT bank_id, alias_key, alias, $2 FROM entity_aliases WHERE entity_id = $1 ON CONFLICT DO NOTHING`
 	qEntityDropAliases = `DELETE FROM entity_aliases WHERE entity_id = $1`
-	qEntityExists      = `SELECT merged_into FROM entities WHERE bank_id = $1 AND id = $2`
-	qEntityAddAliases  = `INSERT INTO entity_aliases (bank_id, alias_key, alias, entity_id)
+	// The key-share lock waits for a merge of the entity in progress (it
+	// holds the row FOR UPDATE) and then reads its merged_into; a merge
+	// that comes later waits for the alias and moves it.
+	qEntityExists     = `SELECT merged_into FROM entities WHERE bank_id = $1 AND id = $2 FOR KEY SHARE`
+	qEntityAddAliases = `INSERT INTO entity_aliases (bank_id, alias_key, alias, entity_id)
 		SELECT $1, k, $3, $4 FROM unnest($2::text[]) AS k ON CONFLICT DO NOTHING`
 )
 

@@ -589,3 +589,71 @@ func waitForBlocked(t *testing.T, st *store.Store, tx pgx.Tx, query string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestAddEntityAliasRacingMerge adds an alias to an entity while it is
+// being merged away. The alias must end up on the survivor, or the call
+// must fail with ErrConflict; an alias left on the merged-away entity is
+// lost to resolve (it skips merged entities) while the call reports
+// success. The merge is held on a row lock of one of the source's aliases
+// (its last alias step) until the add has read the entity and waits.
+func TestAddEntityAliasRacingMerge(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	src, into := store.DeriveID("b", "entity", "hana"), store.DeriveID("b", "entity", "ivo")
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("d1", "Hana", 1, at), personEvent("d2", "Ivo", 1, at)}); err != nil {
+		t.Fatal(err)
+	}
+	hold, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM entity_aliases WHERE entity_id = $1 FOR UPDATE`, src); err != nil {
+		t.Fatal(err)
+	}
+	merged, added := make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := st.MergeEntity(ctx, "b", src, into)
+		merged <- err
+	}()
+	waitForBlocked(t, st, hold, `DELETE FROM entity_aliases%`)
+	go func() {
+		_, err := st.AddEntityAlias(ctx, "b", src, "Hanna", []string{"hanna"})
+		added <- err
+	}()
+	// The add waits for the merge, which waits for hold.
+	pid := int32(hold.Conn().PgConn().PID())
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var waiting int
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity w, pg_stat_activity m
+			WHERE $1::int = ANY (pg_blocking_pids(m.pid)) AND m.pid = ANY (pg_blocking_pids(w.pid))`, pid).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the alias add never waited for the merge")
+		}
+	}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-merged; err != nil {
+		t.Fatal(err)
+	}
+	err = <-added
+	var onSrc, onInto int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE entity_id = $1), count(*) FILTER (WHERE entity_id = $2)
+		FROM entity_aliases WHERE alias = 'Hanna'`, src, into).Scan(&onSrc, &onInto); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case err == nil && onInto == 1 && onSrc == 0:
+	case errors.Is(err, store.ErrConflict) && onSrc == 0 && onInto == 0:
+	default:
+		t.Fatalf("alias add racing the merge: %v, alias on the source %d, on the survivor %d; want it on the survivor or ErrConflict", err, onSrc, onInto)
+	}
+}
