@@ -437,7 +437,14 @@ const (
 		INSERT INTO consolidation_queue (unit_id, bank_id, held) SELECT unit_id, bank_id, true FROM d ON CONFLICT DO NOTHING`
 	qHoldQueued    = `UPDATE consolidation_queue SET held = true WHERE bank_id = $1 AND NOT held`
 	qClearMemories = `DELETE FROM memory_units WHERE bank_id = $1 AND ($2 = '' OR fact_type = $2)`
-	qClearEntities = `DELETE FROM entities e WHERE e.bank_id = $1
+	// As in DeleteDocument (qDocumentLockEntities): locking the bank's
+	// entities first waits for an ingest transaction linking a new fact to
+	// one of them (its foreign-key check holds a key-share lock), so that
+	// qClearEntities, with a snapshot taken after, sees the link and keeps
+	// the entity. Deleting it once the lane had committed cascaded the new
+	// fact's link away.
+	qLockBankEntities = `SELECT id FROM entities WHERE bank_id = $1 ORDER BY id FOR UPDATE`
+	qClearEntities    = `DELETE FROM entities e WHERE e.bank_id = $1
 		AND NOT EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.entity_id = e.id)
 		AND NOT EXISTS (SELECT 1 FROM entities m WHERE m.merged_into = e.id)`
 	qMemoryObservations = `SELECT DISTINCT e.observation_id FROM observation_evidence e JOIN memory_units o ON o.id = e.observation_id
@@ -490,6 +497,9 @@ func (s *Store) ClearMemories(ctx context.Context, bankID, factType string) (int
 		n = int(tag.RowsAffected())
 		if factType == "" {
 			if _, err := tx.Exec(ctx, `DELETE FROM entity_mention_deltas d USING entities e WHERE e.id = d.entity_id AND e.bank_id = $1`, bankID); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, qLockBankEntities, bankID); err != nil {
 				return err
 			}
 			_, err = tx.Exec(ctx, qClearEntities, bankID)

@@ -657,3 +657,53 @@ func TestAddEntityAliasRacingMerge(t *testing.T) {
 		t.Fatalf("alias add racing the merge: %v, alias on the source %d, on the survivor %d; want it on the survivor or ErrConflict", err, onSrc, onInto)
 	}
 }
+
+// TestClearMemoriesWaitsForALinkInFlight clears a bank's memories while a
+// lane's transaction, still open, links a new fact to an entity that only
+// the cleared facts named. The new fact is not cleared (the clear cannot
+// see it) and must keep its entity: deleting the entity once the lane
+// committed cascaded the new link away.
+func TestClearMemoriesWaitsForALinkInFlight(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	ent := store.DeriveID("b", "entity", "jana")
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("old", "Jana", 2, at)}); err != nil {
+		t.Fatal(err)
+	}
+	lane, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lane.Rollback(ctx)
+	fresh := store.DeriveID("b", "fact", "fresh")
+	if _, err := lane.Exec(ctx, `INSERT INTO memory_units (id, bank_id, fact_type, text, mentioned_at, idempotency_key, document_id)
+		VALUES ($1, 'b', 'world', 'Jana fresh', $2, 'fresh', 'other')`, fresh, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lane.Exec(ctx, `INSERT INTO unit_entities (unit_id, entity_id, mentioned_at) VALUES ($1, $2, $3)`, fresh, ent, at); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := st.ClearMemories(ctx, "b", "")
+		done <- result{n, err}
+	}()
+	waitForBlocked(t, st, lane, `%entities%`)
+	if err := lane.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.n != 2 {
+		t.Fatalf("clear: %d %v; want the 2 old facts cleared", r.n, r.err)
+	}
+	var linked int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM unit_entities WHERE unit_id = $1 AND entity_id = $2`, fresh, ent).Scan(&linked); err != nil || linked != 1 {
+		t.Fatalf("the new fact's entity link: %d rows (%v), want 1", linked, err)
+	}
+}
