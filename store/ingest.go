@@ -128,7 +128,10 @@ type PersistResult struct {
 }
 
 const (
-	qEnsureBank  = `INSERT INTO banks (id, name) SELECT b, b FROM unnest($1::text[]) AS b ON CONFLICT (id) DO NOTHING`
+	// Banks, like jobs (qEnqueueJob), are inserted in one order: two lanes
+	// inserting the same new keys wait for each other's uncommitted rows,
+	// and in opposite orders they deadlocked.
+	qEnsureBank  = `INSERT INTO banks (id, name) SELECT b, b FROM unnest($1::text[]) AS b ORDER BY b ON CONFLICT (id) DO NOTHING`
 	qClaimEvents = `INSERT INTO events (bank_id, event_key, document_id, topic, partition, "offset", facts, unit_of)
 		SELECT b, k, d, t, p, o, f, NULLIF(u, '')
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::bigint[], $7::int[], $8::text[]) AS x(b, k, d, t, p, o, f, u)
@@ -243,8 +246,12 @@ const (
 		set_config('plan_cache_mode', 'force_custom_plan', true)`
 	qInsertAudit = `INSERT INTO defense_audit (bank_id, event_key, label, action, fingerprint)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) ON CONFLICT DO NOTHING`
+	// In bank order: two transactions enqueueing for the same banks, none
+	// with an available job, wait for each other's new index entries, and
+	// in opposite orders (two lanes' batches, the housekeeping re-enqueue)
+	// they deadlocked.
 	qEnqueueJob = `INSERT INTO jobs (kind, bank_id, unique_key)
-		SELECT $1, b, $1 || ':' || b FROM unnest($2::text[]) AS b
+		SELECT $1, b, $1 || ':' || b FROM unnest($2::text[]) AS b ORDER BY b
 		ON CONFLICT (unique_key) WHERE state = 'available' AND unique_key IS NOT NULL DO NOTHING`
 )
 

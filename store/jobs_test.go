@@ -289,3 +289,79 @@ func TestJobFailRacingEnqueue(t *testing.T) {
 		t.Fatalf("the bank's job is not claimable: %v", err)
 	}
 }
+
+// TestEnqueueOrderCannotDeadlock: two transactions that enqueue
+// consolidation for the same banks, neither of which has an available job,
+// wait for each other's new rows of the unique index; in opposite orders
+// they deadlocked (a second's stall, then the pipeline's retry). Here one
+// enqueues a then b and holds its rows uncommitted while a batch of b's
+// and a's events (in that order) is stored.
+func TestEnqueueOrderCannotDeadlock(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	hold, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	enqueue := func(bank string) error {
+		_, err := hold.Exec(ctx, `INSERT INTO jobs (kind, bank_id, unique_key) VALUES ($1, $2, $1 || ':' || $2)
+			ON CONFLICT (unique_key) WHERE state = 'available' AND unique_key IS NOT NULL DO NOTHING`, store.JobConsolidate, bank)
+		return err
+	}
+	if err := enqueue("a"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := st.PersistBatch(ctx, []store.EventRecord{{BankID: "b", EventKey: "eb", DocumentID: "d"}, {BankID: "a", EventKey: "ea", DocumentID: "d"}})
+		done <- err
+	}()
+	waitForBlocked(t, st, hold, `INSERT INTO jobs%`)
+	if err := enqueue("b"); err != nil {
+		t.Fatalf("the held enqueue of b: %v", err)
+	}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the batch enqueueing b then a: %v", err)
+	}
+	var available int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM jobs WHERE state = 'available'`).Scan(&available); err != nil || available != 2 {
+		t.Fatalf("%d available jobs (%v), want one per bank", available, err)
+	}
+}
+
+// TestEnsureBankOrderCannotDeadlock is TestEnqueueOrderCannotDeadlock for
+// the banks a batch creates: one transaction creates x, then y, while a
+// batch of y's and x's events ensures its banks.
+func TestEnsureBankOrderCannotDeadlock(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	hold, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	if _, err := hold.Exec(ctx, `INSERT INTO banks (id, name) VALUES ('x', 'x')`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := st.PersistBatch(ctx, []store.EventRecord{{BankID: "y", EventKey: "ey", DocumentID: "d"}, {BankID: "x", EventKey: "ex", DocumentID: "d"}})
+		done <- err
+	}()
+	waitForBlocked(t, st, hold, `INSERT INTO banks%`)
+	if _, err := hold.Exec(ctx, `INSERT INTO banks (id, name) VALUES ('y', 'y') ON CONFLICT (id) DO NOTHING`); err != nil {
+		t.Fatalf("the held insert of bank y: %v", err)
+	}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the batch ensuring y then x: %v", err)
+	}
+}
