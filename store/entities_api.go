@@ -87,7 +87,7 @@ const (
 	// that comes later waits for the alias and moves it.
 	qEntityExists     = `SELECT merged_into FROM entities WHERE bank_id = $1 AND id = $2 FOR KEY SHARE`
 	qEntityAddAliases = `INSERT INTO entity_aliases (bank_id, alias_key, alias, entity_id)
-		SELECT $1, k, $3, $4 FROM unnest($2::text[]) AS k ON CONFLICT DO NOTHING`
+		SELECT $1, k, $3, $4 FROM unnest($2::text[]) AS k ORDER BY k ON CONFLICT DO NOTHING`
 )
 
 func scanEntity(r scanner, extra ...any) (Entity, error) {

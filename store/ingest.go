@@ -172,8 +172,11 @@ const (
 		UPDATE entities e SET mention_count = GREATEST(e.mention_count + g.n, 0),
 			first_seen = LEAST(e.first_seen, g.lo), last_seen = GREATEST(e.last_seen, g.hi)
 		FROM g WHERE e.id = g.entity_id`
+	// In key order, as qEntityAddAliases: two lanes adding the same new
+	// aliases of an existing entity wait for each other's uncommitted
+	// rows, and in opposite orders they deadlocked.
 	qInsertAliases = `INSERT INTO entity_aliases (bank_id, alias_key, alias, entity_id)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::uuid[])
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::uuid[]) AS x(b, k, a, e) ORDER BY b, k, e
 		ON CONFLICT DO NOTHING`
 	qInsertUnitEntities = `INSERT INTO unit_entities (unit_id, entity_id, mentioned_at)
 		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) ON CONFLICT DO NOTHING`

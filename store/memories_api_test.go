@@ -707,3 +707,54 @@ func TestClearMemoriesWaitsForALinkInFlight(t *testing.T) {
 		t.Fatalf("the new fact's entity link: %d rows (%v), want 1", linked, err)
 	}
 }
+
+// TestAliasOrderCannotDeadlock is TestEnqueueOrderCannotDeadlock for new
+// aliases of an existing entity: one transaction adds k1, then k2, while a
+// batch naming the entity with aliases k2 and k1 ensures them.
+func TestAliasOrderCannotDeadlock(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	at := time.Now()
+	ent := store.DeriveID("b", "entity", "kim")
+	named := func(key string, aliases ...string) store.EventRecord {
+		e := store.EventRecord{BankID: "b", EventKey: key, DocumentID: "d"}
+		row := store.EntityRow{ID: ent, Name: "Kim", Kind: "person", Seen: at, Mentions: 1}
+		for _, a := range aliases {
+			row.Aliases = append(row.Aliases, store.AliasRow{Key: a, Alias: a})
+		}
+		e.Entities = []store.EntityRow{row}
+		return e
+	}
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{named("e0", "kim")}); err != nil {
+		t.Fatal(err)
+	}
+	hold, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	alias := func(key string) error {
+		_, err := hold.Exec(ctx, `INSERT INTO entity_aliases (bank_id, alias_key, alias, entity_id) VALUES ('b', $1, $1, $2)
+			ON CONFLICT DO NOTHING`, key, ent)
+		return err
+	}
+	if err := alias("k1"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := st.PersistBatch(ctx, []store.EventRecord{named("e1", "k2", "k1")})
+		done <- err
+	}()
+	waitForBlocked(t, st, hold, `INSERT INTO entity_aliases%`)
+	if err := alias("k2"); err != nil {
+		t.Fatalf("the held insert of alias k2: %v", err)
+	}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the batch ensuring aliases k2 then k1: %v", err)
+	}
+}
