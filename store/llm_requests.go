@@ -82,14 +82,17 @@ const (
 		coalesce(input_tokens, 0), coalesce(output_tokens, 0), coalesce(cached_tokens, 0), coalesce(thoughts_tokens, 0),
 		coalesce(total_tokens, 0), coalesce(error, ''), llm_info, metadata`
 	// qLLMAdd skips a request whose bank is gone (deleted while the row
-	// waited in the recorder's buffer) instead of failing the batch.
+	// waited in the recorder's buffer) instead of failing the batch. The
+	// key-share lock waits for a delete of the bank in progress and then
+	// finds the bank gone; without it the row passed the check, its
+	// foreign key failed once the delete committed, and the batch was lost.
 	qLLMAdd = `INSERT INTO llm_requests (id, bank_id, operation, scope, trace_id, span_id, parent_span_id, provider, model,
 		status, started_at, ended_at, duration_ms, input_tokens, output_tokens, cached_tokens, thoughts_tokens, total_tokens,
 		error, llm_info, metadata)
 		SELECT $1, $2, NULLIF($3, ''), NULLIF($4, ''), NULLIF($5, ''), NULLIF($6, ''), NULLIF($7, ''), NULLIF($8, ''),
 		       NULLIF($9, ''), $10, $11, $12, $13, NULLIF($14, 0), NULLIF($15, 0), NULLIF($16, 0), NULLIF($17, 0),
 		       NULLIF($18, 0), NULLIF($19, ''), $20, $21
-		WHERE EXISTS (SELECT 1 FROM banks WHERE id = $2)
+		WHERE EXISTS (SELECT 1 FROM banks WHERE id = $2 FOR KEY SHARE)
 		ON CONFLICT (id) DO NOTHING`
 	// llmFilter is the WHERE clause of the list queries ($1 bank, $2-$12
 	// the filter's fields; empty and NULL filter nothing).

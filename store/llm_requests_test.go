@@ -148,3 +148,43 @@ func TestLLMRequestsListFilterStatsPrune(t *testing.T) {
 		t.Errorf("tr-b: %d left, want 1", n)
 	}
 }
+
+// TestLLMRequestsRacingBankDelete writes a batch of requests while one of
+// their banks is being deleted: the request of the deleted bank is dropped
+// and the others are stored. The delete is held uncommitted until the
+// batch waits on it, then committed.
+func TestLLMRequestsRacingBankDelete(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 16)
+	ctx := context.Background()
+	for _, b := range []string{"gone", "kept"} {
+		if err := st.EnsureBank(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hold, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	if _, err := hold.Exec(ctx, `DELETE FROM banks WHERE id = 'gone'`); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	done := make(chan error, 1)
+	go func() {
+		done <- st.AddLLMRequests(ctx, []store.LLMRequest{llmReq("gone", "reflect", "reflect", "success", "", now, 1, 1),
+			llmReq("kept", "reflect", "reflect", "success", "", now, 1, 1)})
+	}()
+	waitForBlocked(t, st, hold, `INSERT INTO llm_requests%`)
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("a batch racing the delete of one of its banks: %v", err)
+	}
+	var kept int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM llm_requests WHERE bank_id = 'kept'`).Scan(&kept); err != nil || kept != 1 {
+		t.Fatalf("%d requests of the kept bank (%v), want 1", kept, err)
+	}
+}
