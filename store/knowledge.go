@@ -29,6 +29,7 @@ const (
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING ` + knCols
 	qKnList   = `SELECT ` + knCols + ` FROM knowledge_nodes WHERE bank_id = $1 ORDER BY kind, name, id LIMIT 10000`
 	qKnGet    = `SELECT ` + knCols + ` FROM knowledge_nodes WHERE bank_id = $1 AND id = $2`
+	qKnParent = `SELECT kind FROM knowledge_nodes WHERE bank_id = $1 AND id = $2 FOR KEY SHARE`
 	qKnUpdate = `UPDATE knowledge_nodes SET name = COALESCE($3, name),
 			parent_id = CASE WHEN $4 THEN $5 ELSE parent_id END, updated_at = now()
 		WHERE bank_id = $1 AND id = $2 RETURNING ` + knCols
@@ -57,20 +58,37 @@ func scanKn(r scanner) (KnowledgeNode, error) {
 // CreateKnowledgeNode stores a folder or page; the parent must be a folder
 // of the same bank.
 func (s *Store) CreateKnowledgeNode(ctx context.Context, n KnowledgeNode) (KnowledgeNode, error) {
-	if n.ParentID != nil {
-		p, err := s.GetKnowledgeNode(ctx, n.BankID, *n.ParentID)
-		if err != nil {
-			return n, err
+	var out KnowledgeNode
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		if n.ParentID != nil {
+			if err := knowledgeParent(ctx, tx, n.BankID, *n.ParentID); err != nil {
+				return err
+			}
 		}
-		if p.Kind != "folder" {
-			return n, fmt.Errorf("knowledge node parent %s: %w: not a folder", p.ID, ErrConflict)
-		}
-	}
-	out, err := scanKn(s.pool.QueryRow(ctx, qKnInsert, n.ID, n.BankID, n.Kind, n.Name, n.ParentID, n.MentalModelID))
+		var err error
+		out, err = scanKn(tx.QueryRow(ctx, qKnInsert, n.ID, n.BankID, n.Kind, n.Name, n.ParentID, n.MentalModelID))
+		return translate(err)
+	})
 	if err != nil {
-		return out, fmt.Errorf("create knowledge node bank %s: %w", n.BankID, translate(err))
+		return out, fmt.Errorf("create knowledge node bank %s: %w", n.BankID, err)
 	}
 	return out, nil
+}
+
+// knowledgeParent checks that parent is a folder of the bank, and keeps it
+// (a key-share lock) until tx ends. The lock waits for a delete of the
+// folder in progress, which then reads as ErrNotFound; without it the
+// check passed and the write failed its foreign key once the delete
+// committed, an internal error.
+func knowledgeParent(ctx context.Context, tx pgx.Tx, bankID string, parent uuid.UUID) error {
+	var kind string
+	if err := tx.QueryRow(ctx, qKnParent, bankID, parent).Scan(&kind); err != nil {
+		return fmt.Errorf("knowledge node %s/%s: %w", bankID, parent, translate(err))
+	}
+	if kind != "folder" {
+		return fmt.Errorf("knowledge node parent %s: %w: not a folder", parent, ErrConflict)
+	}
+	return nil
 }
 
 // ListKnowledgeNodes returns every node of a bank's knowledge base.
@@ -114,15 +132,14 @@ func (s *Store) MoveKnowledgeNode(ctx context.Context, bankID string, id uuid.UU
 			if _, err := tx.Exec(ctx, qKnTreeLock, bankID); err != nil {
 				return err
 			}
-			p, err := scanKn(tx.QueryRow(ctx, qKnGet, bankID, *parent))
-			if err != nil {
-				return fmt.Errorf("knowledge node %s/%s: %w", bankID, *parent, translate(err))
+			if err := knowledgeParent(ctx, tx, bankID, *parent); err != nil {
+				return err
 			}
 			var cycle bool
 			if err := tx.QueryRow(ctx, qKnIsDescendant, bankID, id, *parent).Scan(&cycle); err != nil {
 				return err
 			}
-			if p.Kind != "folder" || cycle {
+			if cycle {
 				return fmt.Errorf("%w: the parent must be a folder outside the node", ErrConflict)
 			}
 		}

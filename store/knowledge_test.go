@@ -102,3 +102,53 @@ func TestKnowledgeMovesCannotCloseACycle(t *testing.T) {
 		}
 	}
 }
+
+// TestKnowledgeNodeUnderAFolderBeingDeleted creates, then moves, a node
+// under a folder whose delete is in progress: the call must answer
+// ErrNotFound (the folder is gone), not the foreign-key violation its
+// write met once the delete committed (a 500). The delete is held
+// uncommitted until the call waits on it.
+func TestKnowledgeNodeUnderAFolderBeingDeleted(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	if err := st.EnsureBank(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	folder := func(name string) uuid.UUID {
+		n, err := st.CreateKnowledgeNode(ctx, store.KnowledgeNode{ID: uuid.New(), BankID: "b", Kind: "folder", Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.ID
+	}
+	other := folder("other")
+	for name, call := range map[string]func(parent uuid.UUID) error{
+		"create": func(parent uuid.UUID) error {
+			_, err := st.CreateKnowledgeNode(ctx, store.KnowledgeNode{ID: uuid.New(), BankID: "b", Kind: "folder", Name: "child", ParentID: &parent})
+			return err
+		},
+		"move": func(parent uuid.UUID) error {
+			_, err := st.MoveKnowledgeNode(ctx, "b", other, nil, true, &parent)
+			return err
+		},
+	} {
+		doomed := folder("doomed " + name)
+		hold, err := st.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := hold.Exec(ctx, `DELETE FROM knowledge_nodes WHERE id = $1`, doomed); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- call(doomed) }()
+		waitForBlocked(t, st, hold, `%knowledge_nodes%`)
+		if err := hold.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s under a folder deleted meanwhile: %v, want ErrNotFound", name, err)
+		}
+	}
+}
