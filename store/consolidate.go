@@ -272,10 +272,15 @@ const (
 		ON CONFLICT (observation_id, memory_id) DO NOTHING
 		RETURNING memory_id`
 
-	qObsTrends = `SELECT m.id, COALESCE(m.trend, ''),
+	qObsTrends = `SELECT m.id, COALESCE(m.trend, ''), m.proof_count,
 			COALESCE((SELECT array_agg(ev.evidence_at) FROM observation_evidence ev WHERE ev.observation_id = m.id), '{}')
 		FROM memory_units m WHERE m.bank_id = $1 AND m.fact_type = 'observation' AND m.state = 'valid'`
-	qObsSetTrends = `UPDATE memory_units m SET trend = x.t FROM unnest($1::uuid[], $2::text[]) AS x(id, t) WHERE m.id = x.id`
+	// A label is written only over the trend and proof_count it was
+	// computed beside: a consolidation that gave the observation evidence
+	// since (qObsStats) wrote the label of that evidence, which a label of
+	// the old evidence must not replace.
+	qObsSetTrends = `UPDATE memory_units m SET trend = x.t FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[]) AS x(id, t, cur, n)
+		WHERE m.id = x.id AND COALESCE(m.trend, '') = x.cur AND m.proof_count = x.n`
 )
 
 // PendingFacts returns up to limit unconsolidated facts of a bank in the
@@ -932,25 +937,27 @@ func refreshObservationStats(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, tr
 
 // RefreshTrends recomputes the trend of every valid observation of a bank
 // (labels age even without new evidence: NEW becomes STABLE or STALE) and
-// writes those that changed. It returns how many changed.
+// writes those that changed, except where a consolidation relabelled the
+// observation meanwhile. It returns how many it wrote.
 func (s *Store) RefreshTrends(ctx context.Context, bankID string, trend func([]time.Time) string) (int, error) {
 	rows, err := s.pool.Query(ctx, qObsTrends, bankID)
 	if err != nil {
 		return 0, fmt.Errorf("refresh trends bank %s: %w", bankID, err)
 	}
 	var ids []uuid.UUID
-	var labels []string
+	var labels, curs []string
+	var proofs []int32
 	for rows.Next() {
 		var id uuid.UUID
 		var cur string
+		var n int32
 		var times []time.Time
-		if err := rows.Scan(&id, &cur, &times); err != nil {
+		if err := rows.Scan(&id, &cur, &n, &times); err != nil {
 			rows.Close()
 			return 0, fmt.Errorf("refresh trends bank %s: %w", bankID, err)
 		}
 		if l := trend(times); l != cur {
-			ids = append(ids, id)
-			labels = append(labels, l)
+			ids, labels, curs, proofs = append(ids, id), append(labels, l), append(curs, cur), append(proofs, n)
 		}
 	}
 	rows.Close()
@@ -960,10 +967,11 @@ func (s *Store) RefreshTrends(ctx context.Context, bankID string, trend func([]t
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	if _, err := s.pool.Exec(ctx, qObsSetTrends, ids, labels); err != nil {
+	tag, err := s.pool.Exec(ctx, qObsSetTrends, ids, labels, curs, proofs)
+	if err != nil {
 		return 0, fmt.Errorf("refresh trends bank %s: %w", bankID, err)
 	}
-	return len(ids), nil
+	return int(tag.RowsAffected()), nil
 }
 
 // RefreshTarget is a mental model as consolidation sees it.

@@ -266,3 +266,47 @@ func TestClearObservationsHoldsConsolidationUntilNextRun(t *testing.T) {
 		t.Fatalf("pending after the bank's next fact = %d, want 3", len(got))
 	}
 }
+
+// TestRefreshTrendsKeepsAConcurrentConsolidation: the scheduled trend
+// refresh reads a bank's observations, labels them, then writes the labels
+// that changed. A consolidation that adds evidence to an observation in
+// between writes the label of the new evidence; the refresh must not put
+// back a label computed from the old. The consolidation runs inside the
+// refresh's labelling, after its read.
+func TestRefreshTrendsKeepsAConcurrentConsolidation(t *testing.T) {
+	t.Parallel()
+	st, ids, at := threePending(t)
+	ctx := context.Background()
+	ev := func(id uuid.UUID) store.ObsEvidence {
+		return store.ObsEvidence{MemoryID: id, Quote: "q", Relevance: 1, At: at}
+	}
+	obs := store.DeriveID("a", "obs", "1")
+	if _, err := st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: "a", FactIDs: ids[:1], Now: at, Trend: countTrend,
+		Edits: []store.ObsEdit{{Kind: store.EditCreate, ObservationID: obs, Text: "likes tea", Embedding: []float32{1, 0, 0, 0},
+			Evidence: []store.ObsEvidence{ev(ids[0])}}}}); err != nil {
+		t.Fatal(err)
+	}
+	applied := false
+	aged := func(times []time.Time) string {
+		if !applied {
+			applied = true
+			out, err := st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: "a", FactIDs: ids[1:2], Now: at.Add(time.Hour), Trend: countTrend,
+				Edits: []store.ObsEdit{{Kind: store.EditEvidence, ObservationID: obs, Evidence: []store.ObsEvidence{ev(ids[1])}}}})
+			if err != nil || !out.Applied {
+				t.Errorf("the consolidation during the refresh: %+v %v", out, err)
+			}
+		}
+		return "aged " + countTrend(times)
+	}
+	if _, err := st.RefreshTrends(ctx, "a", aged); err != nil {
+		t.Fatal(err)
+	}
+	var trend string
+	var proofs int
+	if err := st.Pool().QueryRow(ctx, `SELECT trend, proof_count FROM memory_units WHERE id = $1`, obs).Scan(&trend, &proofs); err != nil {
+		t.Fatal(err)
+	}
+	if proofs != 2 || trend != "n=2" {
+		t.Fatalf("after the refresh: proof_count %d, trend %q; want 2 and the consolidation's n=2", proofs, trend)
+	}
+}
