@@ -41,6 +41,11 @@ const (
 	qAliasPrimary    = `UPDATE bank_aliases SET is_primary = $3 WHERE bank_id = $1 AND alias = $2`
 	qAliasDelete     = `DELETE FROM bank_aliases WHERE bank_id = $1 AND alias = $2`
 	qAliasAll        = `SELECT alias, bank_id FROM bank_aliases`
+	// qAliasLockBank serialises the alias writes of one bank that make
+	// one primary: each cleared the others' flag without seeing an alias
+	// added at the same time, and both stayed primary. Key-share locks
+	// (ingest's foreign keys) do not wait for it.
+	qAliasLockBank = `SELECT 1 FROM banks WHERE id = $1 FOR NO KEY UPDATE`
 )
 
 // ListBankSummaries returns one page of banks with their counters, ordered
@@ -146,6 +151,12 @@ func (s *Store) ListBankAliases(ctx context.Context, bankID string) ([]BankAlias
 // is a bank's id, is ErrConflict.
 func (s *Store) AddBankAlias(ctx context.Context, bankID, alias string, primary bool) error {
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		if primary {
+			var one int
+			if err := tx.QueryRow(ctx, qAliasLockBank, bankID).Scan(&one); err != nil {
+				return translate(err)
+			}
+		}
 		var taken bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM banks WHERE id = $1)`, alias).Scan(&taken); err != nil {
 			return err
@@ -171,6 +182,12 @@ func (s *Store) AddBankAlias(ctx context.Context, bankID, alias string, primary 
 // SetBankAliasPrimary makes an alias the bank's primary one, or not.
 func (s *Store) SetBankAliasPrimary(ctx context.Context, bankID, alias string, primary bool) error {
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		if primary {
+			var one int
+			if err := tx.QueryRow(ctx, qAliasLockBank, bankID).Scan(&one); err != nil {
+				return translate(err)
+			}
+		}
 		tag, err := tx.Exec(ctx, qAliasPrimary, bankID, alias, primary)
 		if err != nil {
 			return err
