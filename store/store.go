@@ -256,10 +256,19 @@ func translate(err error) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-		return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
+		return conflictError{pgErr}
 	}
 	return err
 }
+
+// conflictError is a unique violation as ErrConflict, naming the
+// constraint. It keeps the PostgreSQL error beneath, so the classifiers
+// (IsTransient, IsRejected) still see a data error rather than a lost
+// connection.
+type conflictError struct{ pg *pgconn.PgError }
+
+func (e conflictError) Error() string   { return ErrConflict.Error() + ": " + e.pg.ConstraintName }
+func (e conflictError) Unwrap() []error { return []error{ErrConflict, e.pg} }
 
 // IsTransient reports whether an error of a store call is worth retrying
 // as is: connection loss, server shutdown, serialization failures and
@@ -268,6 +277,9 @@ func translate(err error) error {
 func IsTransient(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return true
+	}
+	if errors.Is(err, ErrNotFound) {
+		return false // an answer, not a failure: the same call finds nothing again
 	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
