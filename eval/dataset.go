@@ -83,7 +83,7 @@ type Question struct {
 	ID     string `json:"id"`
 	BankID string `json:"bank_id"`
 	Type   string `json:"type"`
-	// Part is PartTuning or PartHeldOut.
+	// Part is PartTuning, PartHeldOut or PartDialogue.
 	Part           string    `json:"part"`
 	Question       string    `json:"question"`
 	QueryTimestamp time.Time `json:"query_timestamp"`
@@ -130,7 +130,7 @@ func (m Manifest) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d banks (%d delivered one event per message), %d sessions, %d events, %d turns, %d questions (generator %s, seed %d)\n",
 		m.Banks, m.PerMessageBanks, m.Sessions, m.Events, m.Turns, m.Questions, m.Generator, m.Seed)
-	for _, p := range Parts {
+	for _, p := range AllParts {
 		if n := m.ByPart[p]; n > 0 {
 			fmt.Fprintf(&b, "  part %-22s %d\n", p, n)
 		}

@@ -43,8 +43,10 @@ type GenConfig struct {
 	// FillerExchanges is the minimum number of small-talk user/assistant
 	// exchanges per session; up to two more are added at random.
 	FillerExchanges int
-	// Parts are the benchmark parts to generate (PartHeldOut, PartTuning);
-	// empty means both. Each part has Banks + CrossLingualBanks banks.
+	// Parts are the benchmark parts to generate (PartHeldOut, PartTuning,
+	// PartDialogue); empty means the held-out and the tuning part. Each of
+	// those has Banks + CrossLingualBanks banks; the dialogue part has
+	// half of Banks.
 	Parts []string
 	// PerMessageEvery delivers every n-th bank of a part (the second, the
 	// fourth, … for 2) as one event per message, the way most chat logs
@@ -76,7 +78,8 @@ func Full() GenConfig {
 }
 
 // Preset returns the named preset (small, full or gate) restricted to
-// part (both, heldout or tuning), for the command line.
+// part (both, heldout, tuning, dialogue, or all three), for the command
+// line. "both" is the default and does not include the dialogue part.
 func Preset(size, part string) (GenConfig, error) {
 	var c GenConfig
 	switch size {
@@ -91,13 +94,16 @@ func Preset(size, part string) (GenConfig, error) {
 	}
 	switch part {
 	case "both", "":
-	case PartHeldOut, PartTuning:
+	case PartHeldOut, PartTuning, PartDialogue, "all":
 		if size == "gate" && part != PartHeldOut {
 			return c, fmt.Errorf("the gate preset is the %s part only", PartHeldOut)
 		}
 		c.Parts = []string{part}
+		if part == "all" {
+			c.Parts = slices.Clone(AllParts)
+		}
 	default:
-		return c, fmt.Errorf("part %q is not %s, %s or both", part, PartHeldOut, PartTuning)
+		return c, fmt.Errorf("part %q is not %s, %s, %s, both or all", part, PartHeldOut, PartTuning, PartDialogue)
 	}
 	return c, nil
 }
@@ -148,8 +154,8 @@ func (c GenConfig) validate() error {
 	}
 	seen := map[string]bool{}
 	for _, p := range c.Parts {
-		if _, ok := vocabularyOf(p); !ok || seen[p] {
-			return fmt.Errorf("eval: GenConfig.Parts: %q is not %s or %s, or repeated", p, PartHeldOut, PartTuning)
+		if !IsPart(p) || seen[p] {
+			return fmt.Errorf("eval: GenConfig.Parts: %q is not %s, %s or %s, or repeated", p, PartHeldOut, PartTuning, PartDialogue)
 		}
 		seen[p] = true
 	}
@@ -188,10 +194,29 @@ func Generate(cfg GenConfig) (*Dataset, error) {
 		v, _ := vocabularyOf(part)
 		start := cfg.Start
 		if start.IsZero() {
-			start = v.start
+			start = dialogueStart
+			if v != nil {
+				start = v.start
+			}
 		}
 		if pi == 0 || start.Before(d.Manifest.Start) {
 			d.Manifest.Start = start.UTC()
+		}
+		if part == PartDialogue {
+			for i := range dialogueBanks(cfg) {
+				g := newDialogueGen(cfg, start, i)
+				g.plant()
+				if g.err != nil {
+					return nil, fmt.Errorf("generate bank %s: %w", g.id, g.err)
+				}
+				events, qs := g.finish()
+				d.Events = append(d.Events, events...)
+				d.Questions = append(d.Questions, qs...)
+				d.Manifest.Banks++
+				d.Manifest.PerMessageBanks++
+				d.Manifest.Sessions += len(g.starts)
+			}
+			continue
 		}
 		partBit := uint64(0)
 		if part == PartHeldOut {

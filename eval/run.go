@@ -64,7 +64,7 @@ func ScoreParts(questions []Question, answers []Answer, opts ScoreOptions) (map[
 		byID[a.QuestionID] = a
 	}
 	out := map[string]Report{}
-	for _, part := range Parts {
+	for _, part := range AllParts {
 		var qs []Question
 		var as []Answer
 		for _, q := range questions {

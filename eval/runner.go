@@ -125,8 +125,8 @@ func (c BenchmarkConfig) validate(deps BenchmarkDeps) error {
 	switch {
 	case c.Dir == "":
 		return errors.New("eval: BenchmarkConfig.Dir is empty")
-	case c.Part != "" && c.Part != PartHeldOut && c.Part != PartTuning:
-		return fmt.Errorf("eval: BenchmarkConfig.Part %q is not %s or %s", c.Part, PartHeldOut, PartTuning)
+	case c.Part != "" && !IsPart(c.Part):
+		return fmt.Errorf("eval: BenchmarkConfig.Part %q is not %s, %s or %s", c.Part, PartHeldOut, PartTuning, PartDialogue)
 	case c.Ingest != IngestKafka && c.Ingest != IngestRetain:
 		return fmt.Errorf("eval: BenchmarkConfig.Ingest %q is not %s or %s", c.Ingest, IngestKafka, IngestRetain)
 	case !c.SkipIngest && c.Ingest == IngestKafka && deps.Produce == nil:
@@ -309,7 +309,7 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 	for _, q := range d.Questions {
 		present[q.Part] = true
 	}
-	for _, p := range Parts {
+	for _, p := range AllParts {
 		if present[p] {
 			cov := EvidenceCoverage(d, stored, p)
 			out.Parts = append(out.Parts, &PartOutcome{Part: p, Coverage: cov})
@@ -368,7 +368,11 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 		}
 	}
 	for _, p := range out.Parts {
-		p.Bars = QualityBars(p.Main, p.Baselines...)
+		// The bars are the targets of the LongMemEval-shaped parts; the
+		// dialogue part has no cross-lingual questions and no target yet.
+		if p.Part != PartDialogue {
+			p.Bars = QualityBars(p.Main, p.Baselines...)
+		}
 	}
 
 	if cfg.Ablation {
@@ -388,6 +392,9 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 	}
 	if out.Part(PartHeldOut) != nil {
 		out.Notes = append(out.Notes, "The held-out part's misses are deliberately not listed (no misses file, no lost turns): it is never tuned against.")
+	}
+	if out.Part(PartDialogue) != nil {
+		out.Notes = append(out.Notes, "The dialogue part's misses are not listed either (no misses file, no lost turns): like the held-out part it is never tuned against.")
 	}
 	fmt.Fprintln(stdout)
 	fmt.Fprint(stdout, out.Markdown())
@@ -471,6 +478,9 @@ func partTitle(part string) string {
 	if part == PartHeldOut {
 		return "Held-out part (reported and gated; never tuned against)"
 	}
+	if part == PartDialogue {
+		return "Dialogue part (two named people, third-person questions; reported, never tuned against)"
+	}
 	return "Tuning part (what recall work is measured and debugged against)"
 }
 
@@ -485,8 +495,10 @@ func (o *Outcome) Markdown() string {
 			md.WriteString("\n")
 			md.WriteString(BaselinesMarkdown(p.Main, p.Baselines))
 		}
-		md.WriteString("\n")
-		md.WriteString(BarsMarkdown(p.Bars))
+		if len(p.Bars) > 0 {
+			md.WriteString("\n")
+			md.WriteString(BarsMarkdown(p.Bars))
+		}
 		md.WriteString("\n")
 		md.WriteString(p.Coverage.Markdown())
 		if len(p.Ablation) > 0 {

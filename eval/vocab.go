@@ -8,13 +8,33 @@ import "time"
 // looked at question by question: its misses are not written out, and it
 // is the part reported and gated. A heuristic fitted to the tuning
 // templates shows up as a gap between the two.
+//
+// The dialogue part is a third, other shape of data (two named people
+// chatting, questions about either of them in the third person). Like the
+// held-out part it is reported and never tuned against; it is generated
+// only when asked for, so the default parts' files stay what they were.
 const (
-	PartTuning  = "tuning"
-	PartHeldOut = "heldout"
+	PartTuning   = "tuning"
+	PartHeldOut  = "heldout"
+	PartDialogue = "dialogue"
 )
 
-// Parts lists the parts in report order.
+// Parts lists the default parts in report order: what Generate makes when
+// GenConfig.Parts is empty.
 var Parts = []string{PartHeldOut, PartTuning}
+
+// AllParts lists every part in report order.
+var AllParts = []string{PartHeldOut, PartTuning, PartDialogue}
+
+// IsPart reports whether p names a part.
+func IsPart(p string) bool {
+	for _, x := range AllParts {
+		if x == p {
+			return true
+		}
+	}
+	return false
+}
 
 // vocabulary is everything a part's conversations are made of. The
 // generator's code (session layout, hard negatives, timing) is shared;

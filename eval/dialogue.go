@@ -1,0 +1,336 @@
+package eval
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The dialogue part is a different shape of data than the other two: long
+// chats between two named people (both role "user", no assistant), one
+// Kafka event per message, and questions asked in the third person about
+// either of them. It has its own vocabulary (dialogue_vocab.go) and its
+// own generator below, drawing from RNG streams no other part uses, so
+// generating it never changes the other parts' files.
+
+// dialogueStart is when the dialogue part's sessions begin.
+var dialogueStart = time.Date(2024, time.May, 6, 0, 0, 0, 0, time.UTC)
+
+// dialogueStream sets the bit of a dialogue bank's PCG stream that no
+// other part's stream has (theirs are bank<<2|bits, banks ≤ 1000).
+const dialogueStream = uint64(1) << 48
+
+// dialogueBanks is how many banks the part has: half the English banks of
+// the preset (the conversations are longer than the other parts' ones).
+func dialogueBanks(cfg GenConfig) int { return max(1, cfg.Banks/2) }
+
+type dlgTurn struct {
+	speaker int
+	text    string
+}
+
+type dlgPlant struct {
+	turns     []dlgTurn
+	evidence  int // index into turns of the evidence turn, or -1
+	session   int
+	turnIndex int
+}
+
+type dlgQuestion struct {
+	q      Question
+	plants []*dlgPlant
+}
+
+type dialogueGen struct {
+	cfg       GenConfig
+	id        string
+	rng       *rand.Rand
+	names     [2]string
+	starts    []time.Time
+	plants    [][]*dlgPlant
+	used      map[string]bool
+	questions []dlgQuestion
+	err       error
+}
+
+func newDialogueGen(cfg GenConfig, start time.Time, i int) *dialogueGen {
+	g := &dialogueGen{
+		cfg:  cfg,
+		id:   fmt.Sprintf("dlg-en-%03d", i),
+		rng:  rand.New(rand.NewPCG(uint64(cfg.Seed), dialogueStream|uint64(i))),
+		used: map[string]bool{},
+	}
+	g.names[0] = g.draw(dlgSpeakerNames)
+	g.names[1] = g.draw(dlgSpeakerNames)
+	// One slot per session across the span, as in the other parts, so the
+	// sessions stay in order and days apart.
+	slot := cfg.Span / time.Duration(cfg.SessionsPerBank)
+	slotDays := int(slot / (24 * time.Hour))
+	for s := range cfg.SessionsPerBank {
+		day := s*slotDays + g.rng.IntN(max(1, slotDays/2))
+		g.starts = append(g.starts, start.UTC().Truncate(24*time.Hour).AddDate(0, 0, day).
+			Add(9*time.Hour+time.Duration(g.rng.IntN(12*60))*time.Minute))
+	}
+	g.plants = make([][]*dlgPlant, cfg.SessionsPerBank)
+	return g
+}
+
+// draw takes a value not yet used in the bank, so a distractor never
+// repeats a gold answer.
+func (g *dialogueGen) draw(pool []string) string {
+	var free []string
+	for _, v := range pool {
+		if k, _ := splitKey(v); !g.used[strings.ToLower(k)] {
+			free = append(free, v)
+		}
+	}
+	if len(free) == 0 {
+		if g.err == nil {
+			g.err = fmt.Errorf("value pool exhausted (first value %q)", pool[0])
+		}
+		return pool[0]
+	}
+	v := pick(g.rng, free)
+	k, _ := splitKey(v)
+	g.used[strings.ToLower(k)] = true
+	return v
+}
+
+func (g *dialogueGen) order(n int) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	g.rng.Shuffle(n, func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
+	return idx
+}
+
+func (g *dialogueGen) sessionIn(lo, hi int, avoid ...int) int {
+	var cands []int
+	for i := lo; i < hi; i++ {
+		if !slices.Contains(avoid, i) {
+			cands = append(cands, i)
+		}
+	}
+	if len(cands) == 0 {
+		return lo
+	}
+	return pick(g.rng, cands)
+}
+
+// says plants speaker x's news in session s, with the friend's reaction
+// and, half the time, the friend's question that brought it up.
+func (g *dialogueGen) says(s, x int, text string, evidence bool) *dlgPlant {
+	y := 1 - x
+	p := &dlgPlant{session: s, evidence: -1}
+	if g.rng.IntN(2) == 0 {
+		p.turns = append(p.turns, dlgTurn{y, pick(g.rng, dlgPrompts)})
+	}
+	if evidence {
+		p.evidence = len(p.turns)
+	}
+	p.turns = append(p.turns, dlgTurn{x, capFirst(text)}, dlgTurn{y, pick(g.rng, dlgReactions)})
+	g.plants[s] = append(g.plants[s], p)
+	return p
+}
+
+func (g *dialogueGen) ask(typ string, x int, question string, qt time.Time, gold []string, plants ...*dlgPlant) *Question {
+	if gold == nil {
+		gold = []string{}
+	}
+	g.questions = append(g.questions, dlgQuestion{
+		q: Question{
+			ID: fmt.Sprintf("%s-q%03d", g.id, len(g.questions)), BankID: g.id, Type: typ, Part: PartDialogue,
+			Question: capFirst(fill(question, "n", g.names[x])), QueryTimestamp: qt.UTC(),
+			GoldAnswers: gold, Evidence: []Evidence{},
+		},
+		plants: plants,
+	})
+	return &g.questions[len(g.questions)-1].q
+}
+
+func (g *dialogueGen) end() time.Time {
+	return g.starts[len(g.starts)-1].Add(24 * time.Hour).Truncate(time.Hour)
+}
+
+// distractor plants a like statement that must not be taken for the
+// answer: the friend saying it about themselves, or the speaker saying it
+// about a third person's news, in another session.
+func (g *dialogueGen) distractor(avoid, x int, format, v string) {
+	s := g.sessionIn(0, len(g.starts), avoid)
+	if g.rng.IntN(2) == 0 {
+		g.says(s, 1-x, fill(format, "v", v), false)
+		return
+	}
+	_, who := splitKey(g.draw(dlgCompanions))
+	g.says(s, x, who+" sent me this today: \""+capFirst(fill(format, "v", v))+"\"", false)
+}
+
+// plant plants every question type for both speakers, k of each.
+func (g *dialogueGen) plant() {
+	n, k := len(g.starts), g.cfg.PerType
+	for x := range 2 {
+		for _, ti := range g.order(len(dlgSingle))[:min(k, len(dlgSingle))] {
+			t := dlgSingle[ti]
+			v := g.draw(t.pool)
+			key, text := splitKey(v)
+			s, say := g.sessionIn(0, n), pick(g.rng, t.say)
+			ev := g.says(s, x, fill(say, "v", text), true)
+			_, neg := splitKey(g.draw(t.pool))
+			g.distractor(s, x, say, neg)
+			g.ask(TypeSingleSessionUser, x, pick(g.rng, t.ask), g.end(), []string{key}, ev)
+		}
+		for _, ti := range g.order(len(dlgEvents))[:min(k, len(dlgEvents))] {
+			t := dlgEvents[ti]
+			_, text := splitKey(g.draw(t.pool))
+			s := g.sessionIn(0, n)
+			phrase, day := g.when(g.starts[s])
+			say := pick(g.rng, t.say)
+			ev := g.says(s, x, fill(say, "v", text, "w", phrase), true)
+			_, neg := splitKey(g.draw(t.pool))
+			negS := g.sessionIn(0, n, s)
+			negPhrase, _ := g.when(g.starts[negS])
+			g.says(negS, 1-x, fill(say, "v", neg, "w", negPhrase), false)
+			g.ask(TypeTemporalReasoning, x, fill(pick(g.rng, t.ask), "v", text), g.end(),
+				[]string{day.Format("January 2, 2006"), day.Format("2006-01-02")}, ev)
+		}
+		for _, ti := range g.order(len(dlgMulti))[:min(k, len(dlgMulti))] {
+			t := dlgMulti[ti]
+			parts := 2 + g.rng.IntN(3)
+			var plants []*dlgPlant
+			var sessions []int
+			var values []string
+			for range parts {
+				key, text := splitKey(g.draw(t.pool))
+				s := g.sessionIn(0, n, sessions...)
+				sessions = append(sessions, s)
+				values = append(values, key)
+				plants = append(plants, g.says(s, x, fill(pick(g.rng, t.say), "v", text), true))
+			}
+			_, neg := splitKey(g.draw(t.pool))
+			g.says(g.sessionIn(0, n), 1-x, fill(pick(g.rng, t.say), "v", neg), false)
+			q := g.ask(TypeMultiSession, x, pick(g.rng, t.ask), g.end(), values, plants...)
+			q.RequireAll = true
+		}
+		for _, ti := range g.order(len(dlgUpdates))[:min(k, len(dlgUpdates))] {
+			t := dlgUpdates[ti]
+			oldKey, oldText := splitKey(g.draw(t.pool))
+			curKey, curText := splitKey(g.draw(t.pool))
+			g.says(g.sessionIn(0, n/2), x, fill(pick(g.rng, t.say), "v", oldText), false)
+			ev := g.says(g.sessionIn(n/2, n), x, fill(pick(g.rng, t.update), "v", curText), true)
+			_, neg := splitKey(g.draw(t.pool))
+			g.says(g.sessionIn(0, n), 1-x, fill(pick(g.rng, t.say), "v", neg), false)
+			q := g.ask(TypeKnowledgeUpdate, x, pick(g.rng, t.ask), g.end(), []string{curKey}, ev)
+			q.OldValue = oldKey
+		}
+		for range k {
+			t := dlgAbsent[0]
+			absent := g.draw(t.pool)
+			q := g.ask(TypeAbstention, x, fill(pick(g.rng, t.ask), "v", absent), g.end(), nil)
+			q.Abstention = true
+			q.AbsentTerm = absent
+		}
+	}
+}
+
+// when picks a time phrase for something said at t and the day it names.
+func (g *dialogueGen) when(t time.Time) (string, time.Time) {
+	day := t.UTC().Truncate(24 * time.Hour)
+	switch g.rng.IntN(5) {
+	case 0:
+		return "yesterday", day.AddDate(0, 0, -1)
+	case 1:
+		return "two days ago", day.AddDate(0, 0, -2)
+	case 2:
+		return "this morning", day
+	case 3:
+		return "last Saturday", saturdayBefore(t)
+	default:
+		back := (int(day.Weekday()) - int(time.Friday) + 7) % 7
+		if back == 0 {
+			back = 7
+		}
+		return "last Friday", day.AddDate(0, 0, -back)
+	}
+}
+
+// finish lays out the sessions (opening, small talk with the plants in
+// between, closing) and resolves each question's evidence turns. Every
+// message is its own event, as chat logs usually reach Kafka.
+func (g *dialogueGen) finish() ([]Event, []Question) {
+	var events []Event
+	for s, start := range g.starts {
+		sid := fmt.Sprintf("%s-s%02d", g.id, s)
+		a := g.rng.IntN(2) // who opens the session
+		var blocks []*dlgPlant
+		nf := g.cfg.FillerExchanges + g.rng.IntN(3)
+		for _, fi := range g.order(len(dlgFiller))[:min(nf, len(dlgFiller))] {
+			b := &dlgPlant{evidence: -1}
+			first := g.rng.IntN(2)
+			for j, text := range dlgFiller[fi] {
+				b.turns = append(b.turns, dlgTurn{(first + j) % 2, g.fillSlots(text)})
+			}
+			blocks = append(blocks, b)
+		}
+		for _, p := range g.plants[s] {
+			at := g.rng.IntN(len(blocks) + 1)
+			blocks = slices.Insert(blocks, at, p)
+		}
+		open, bye := pick(g.rng, dlgOpen), pick(g.rng, dlgClose)
+		blocks = slices.Insert(blocks, 0, &dlgPlant{evidence: -1, turns: []dlgTurn{
+			{a, fill(open[0], "o", g.names[1-a])}, {1 - a, open[1]}}})
+		closer := g.rng.IntN(2)
+		blocks = append(blocks, &dlgPlant{evidence: -1, turns: []dlgTurn{{closer, bye[0]}, {1 - closer, bye[1]}}})
+
+		ts, turn := start, 0
+		for _, b := range blocks {
+			for j, t := range b.turns {
+				if j == b.evidence {
+					b.turnIndex = turn
+				}
+				events = append(events, Event{
+					BankID: g.id, EventID: fmt.Sprintf("eval:%s:%03d", sid, turn), DocumentID: sid,
+					Messages: []Message{{Role: "user", Name: g.names[t.speaker], Content: t.text, Timestamp: ts}},
+					Tags:     []string{"eval", "lang:en"},
+					Metadata: map[string]string{"session_id": sid, "session_index": strconv.Itoa(s), TurnOffsetKey: strconv.Itoa(turn)},
+				})
+				turn++
+				ts = ts.Add(time.Duration(15+g.rng.IntN(150)) * time.Second)
+			}
+		}
+	}
+	qs := make([]Question, 0, len(g.questions))
+	for _, pq := range g.questions {
+		q := pq.q
+		for _, p := range pq.plants {
+			q.Evidence = append(q.Evidence, Evidence{SessionID: fmt.Sprintf("%s-s%02d", g.id, p.session), TurnIndex: p.turnIndex})
+		}
+		qs = append(qs, q)
+	}
+	return events, qs
+}
+
+func (g *dialogueGen) fillSlots(s string) string {
+	keys := slices.Sorted(maps.Keys(dlgSlots))
+	kv := make([]string, 0, 2*len(keys))
+	for _, k := range keys {
+		kv = append(kv, k, pick(g.rng, dlgSlots[k]))
+	}
+	return fill(s, kv...)
+}
+
+// capFirst upper-cases a turn's first letter ("my cousin Wren dragged
+// me…" starts a sentence).
+func capFirst(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 || !unicode.IsLower(r) {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
+}
