@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -221,5 +222,36 @@ func TestDialogueShape(t *testing.T) {
 				t.Errorf("seed %d: no %s questions", seed, typ)
 			}
 		}
+	}
+}
+
+// TestDialoguePartIsScoredOnItsOwn runs an oracle over all three parts:
+// the dialogue part gets its own report, perfect for the oracle, and its
+// section of the markdown has no quality bars (they are the held-out
+// part's targets).
+func TestDialoguePartIsScoredOnItsOwn(t *testing.T) {
+	t.Parallel()
+	cfg, err := Preset("small", "all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := generate(t, cfg)
+	reps, err := RunParts(context.Background(), d, newOracle(t, d), RunOptions{Name: "oracle", Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range AllParts {
+		if _, ok := reps[p]; !ok {
+			t.Fatalf("no report for part %s", p)
+		}
+	}
+	dlg := reps[PartDialogue]
+	if dlg.Overall.Questions != len(d.Part(PartDialogue)) || dlg.Overall.Turn.RecallAny10 != 1 || dlg.Overall.KnowledgeUpdateAccuracy != 1 {
+		t.Errorf("dialogue oracle overall = %+v", dlg.Overall)
+	}
+	out := &Outcome{Parts: []*PartOutcome{{Part: PartDialogue, Main: dlg}}}
+	md := out.Markdown()
+	if !strings.Contains(md, partTitle(PartDialogue)) || strings.Contains(md, "Quality bars") {
+		t.Errorf("dialogue markdown:\n%s", md)
 	}
 }
