@@ -817,7 +817,12 @@ func (w *Worker) adjudicateChain(ctx context.Context, bankID string, chain []int
 		if err := w.limiter.WaitN(ctx, len(batch)); err != nil {
 			return nil, err
 		}
-		dec, err := w.adj.Adjudicate(ctx, batch)
+		// The call's rows name the facts it decides (metadata.source_memory_ids).
+		src := make([]uuid.UUID, len(batch))
+		for j, fc := range batch {
+			src[j] = fc.Fact.ID
+		}
+		dec, err := w.adj.Adjudicate(llmtrace.WithSourceMemories(ctx, src), batch)
 		if err != nil {
 			return nil, fmt.Errorf("adjudicate %d facts of bank %s: %w", len(batch), bankID, err)
 		}

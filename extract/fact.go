@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/memstream/memstream/chunk"
 )
 
@@ -119,6 +121,10 @@ type Input struct {
 	// trace; they are never part of a prompt. An LLM extractor sends one
 	// bank's chunks per call.
 	BankID, DocumentID string
+	// ChunkID is the id the chunk is stored under (its facts' chunk_id),
+	// for the LLM trace: through it a call's row finds the memories the
+	// call extracted. Nil for a chunk that is not stored (dry runs).
+	ChunkID uuid.UUID
 }
 
 var (

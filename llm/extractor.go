@@ -14,6 +14,7 @@ import (
 
 	"github.com/memstream/memstream/internal/wait"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	openai "github.com/sashabaranov/go-openai"
 
@@ -204,7 +205,7 @@ func (e *Extractor) Extract(ctx context.Context, in []extract.Input) ([][]extrac
 		wg.Add(1)
 		go func(lo, hi int) {
 			defer wg.Done()
-			e.extractInto(traceCall(ctx, sorted[lo:hi]), sorted[lo:hi], sout[lo:hi], errs[lo:hi])
+			e.extractInto(ctx, sorted[lo:hi], sout[lo:hi], errs[lo:hi])
 		}(lo, hi)
 		lo = hi
 	}
@@ -224,9 +225,17 @@ func (e *Extractor) Extract(ctx context.Context, in []extract.Input) ([][]extrac
 }
 
 // traceCall binds the bank of one call's inputs (all the same) to ctx for
-// its LLM trace, with their document when they share one.
+// its LLM trace (a call split after a rejection stays in its run), with
+// the call's chunks and their document when they share one.
 func traceCall(ctx context.Context, in []extract.Input) context.Context {
 	ctx = llmtrace.WithScope(llmtrace.Start(ctx, in[0].BankID, "retain"), "retain_extract_facts")
+	var chunks []uuid.UUID
+	for _, x := range in {
+		if x.ChunkID != uuid.Nil {
+			chunks = append(chunks, x.ChunkID)
+		}
+	}
+	ctx = llmtrace.WithChunks(ctx, chunks)
 	for _, x := range in[1:] {
 		if x.DocumentID != in[0].DocumentID {
 			return ctx
@@ -238,6 +247,7 @@ func traceCall(ctx context.Context, in []extract.Input) context.Context {
 // extractInto extracts one call's inputs into out, or sets errs for the
 // inputs it could not. A rejected call is split into one call per chunk.
 func (e *Extractor) extractInto(ctx context.Context, in []extract.Input, out [][]extract.Fact, errs []error) {
+	ctx = traceCall(ctx, in)
 	facts, err := e.extractGroup(ctx, in)
 	if err == nil {
 		copy(out, facts)

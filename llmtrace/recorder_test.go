@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
@@ -289,5 +290,19 @@ func TestConfig(t *testing.T) {
 	}
 	if off.Transport(nil) != http.DefaultTransport {
 		t.Error("a nil recorder must hand back its base")
+	}
+}
+
+// TestMetadataMergesWhatTheCallIsFor binds a document, chunks and source
+// memories to one context: they go into one metadata object, and a
+// context binding none leaves it empty.
+func TestMetadataMergesWhatTheCallIsFor(t *testing.T) {
+	c1, c2, m1 := uuid.New(), uuid.New(), uuid.New()
+	ctx := WithSourceMemories(WithChunks(WithDocument(context.Background(), "doc-1"), []uuid.UUID{c1, c2}), []uuid.UUID{m1})
+	if got, want := string(metadata(ctx)), `{"chunk_ids":["`+c1.String()+`","`+c2.String()+`"],"document_id":"doc-1","source_memory_ids":["`+m1.String()+`"]}`; got != want {
+		t.Errorf("metadata %s, want %s", got, want)
+	}
+	if got := metadata(WithChunks(WithSourceMemories(context.Background(), nil), nil)); got != nil {
+		t.Errorf("metadata of nothing bound: %s", got)
 	}
 }

@@ -22,9 +22,11 @@ type run struct {
 }
 
 type (
-	runKey   struct{}
-	scopeKey struct{}
-	docKey   struct{}
+	runKey     struct{}
+	scopeKey   struct{}
+	docKey     struct{}
+	chunksKey  struct{}
+	sourcesKey struct{}
 )
 
 // Start binds a run of operation for bank to ctx: the LLM requests made
@@ -56,6 +58,48 @@ func WithDocument(ctx context.Context, documentID string) context.Context {
 		return ctx
 	}
 	return context.WithValue(ctx, docKey{}, documentID)
+}
+
+// WithChunks records chunkIDs, the chunks a retain extraction call
+// carries, as the requests' metadata.chunk_ids. The ids of the facts are
+// only known once the call has answered and the pipeline has stored them;
+// the chunks are known now, and the store reads a call's memories (its
+// metadata.memory_ids, the memory_id filter) through them.
+func WithChunks(ctx context.Context, chunkIDs []uuid.UUID) context.Context {
+	if len(chunkIDs) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, chunksKey{}, chunkIDs)
+}
+
+// WithSourceMemories records memoryIDs, the memories the call is asked
+// about (consolidation's input facts), as the requests'
+// metadata.source_memory_ids.
+func WithSourceMemories(ctx context.Context, memoryIDs []uuid.UUID) context.Context {
+	if len(memoryIDs) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, sourcesKey{}, memoryIDs)
+}
+
+// metadata is what the requests made under ctx were for, as a row's
+// metadata object; nil when nothing is bound.
+func metadata(ctx context.Context) json.RawMessage {
+	m := map[string]any{}
+	if doc, ok := ctx.Value(docKey{}).(string); ok {
+		m["document_id"] = doc
+	}
+	if ids, ok := ctx.Value(chunksKey{}).([]uuid.UUID); ok {
+		m["chunk_ids"] = ids
+	}
+	if ids, ok := ctx.Value(sourcesKey{}).([]uuid.UUID); ok {
+		m["source_memory_ids"] = ids
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(m)
+	return b
 }
 
 // Transport returns base (nil: http.DefaultTransport) with every request
@@ -104,9 +148,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p := pending{q: store.LLMRequest{ID: uuid.New(), BankID: rn.bank, Operation: rn.operation, Scope: scope,
 		TraceID: rn.traceID, SpanID: uuid.NewString(), ParentSpanID: rn.spanID, Provider: t.r.cfg.Provider,
 		Model: t.r.cfg.Model, StartedAt: time.Now()}}
-	if doc, ok := ctx.Value(docKey{}).(string); ok {
-		p.q.Metadata, _ = json.Marshal(map[string]string{"document_id": doc})
-	}
+	p.q.Metadata = metadata(ctx)
 	_, p.endpoint, _ = strings.Cut(req.URL.Path, "/v1/")
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {

@@ -89,9 +89,9 @@ func (p *Pipeline) inputs(ctx context.Context, batch []*item) []extract.Input {
 	for _, it := range batch {
 		k := key(it)
 		prev := prior[k]
-		for _, c := range it.chunks {
+		for ci, c := range it.chunks {
 			out = append(out, extract.Input{Parts: c.Parts, History: prev, Context: it.ev.Context, Tags: it.ev.Tags,
-				BankID: it.ev.BankID, DocumentID: it.ev.DocumentID})
+				BankID: it.ev.BankID, DocumentID: it.ev.DocumentID, ChunkID: chunkIDOf(it.ev.BankID, it.ev.Key, it.chunkIdx[ci])})
 			prev = tailParts(prev, c.Parts)
 		}
 		prior[k] = prev

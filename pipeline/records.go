@@ -36,6 +36,12 @@ func IdemKey(eventKey string, msgIdx, chunkIdx, factIdx int) string {
 	return fmt.Sprintf("%s#m%d#c%d#f%d", eventKey, msgIdx, chunkIdx, factIdx)
 }
 
+// chunkIDOf is the id of chunk ci (event-wide) of an event: its row's and
+// its facts' chunk_id, and the extraction call's metadata.chunk_ids.
+func chunkIDOf(bankID, eventKey string, ci int) uuid.UUID {
+	return store.DeriveID(bankID, eventKey, "chunk", fmt.Sprint(ci))
+}
+
 // buildRecords resolves the batch's entities (one call per bank) and turns
 // each item into a store.EventRecord in out. A resolution failure fails the
 // whole call, so the batch stalls and is retried: facts are never stored
@@ -115,7 +121,7 @@ func (p *Pipeline) partRecord(it *item, i int, pt part, resolved map[[4]int]Reso
 	for uci := pt.lo; uci < pt.hi; uci++ {
 		c := it.chunks[uci]
 		ci := it.chunkIdx[uci]
-		chunkID := store.DeriveID(ev.BankID, ev.Key, "chunk", fmt.Sprint(ci))
+		chunkID := chunkIDOf(ev.BankID, ev.Key, ci)
 		if pt.writeChunk {
 			rec.Chunks = append(rec.Chunks, store.ChunkRow{ID: chunkID, Index: ci, Text: c.Text, Speaker: c.Speaker, StartedAt: c.Timestamp})
 		}
