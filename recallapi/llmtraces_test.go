@@ -2,16 +2,26 @@ package recallapi
 
 import (
 	"context"
+	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/memstream/memstream/defense"
+	"github.com/memstream/memstream/embed"
+	"github.com/memstream/memstream/event"
 	"github.com/memstream/memstream/llm"
 	"github.com/memstream/memstream/llmtrace"
+	"github.com/memstream/memstream/pipeline"
 	"github.com/memstream/memstream/store"
 )
 
@@ -155,4 +165,173 @@ func TestBankLLMHealthIsTraced(t *testing.T) {
 	if one["status"] != "success" || one["provider"] != "openai" || one["model"] != "m1" || one["trace_id"] != items[2].(map[string]any)["trace_id"] {
 		t.Errorf("probe row: %v", one)
 	}
+}
+
+// TestRetainedFactFindsItsExtractionCall runs an event through the ingest
+// pipeline with the LLM extractor (a fake OpenAI server) and the trace
+// recorder, then asks the llm-requests route for the calls of one of the
+// stored facts: it is the extraction call, which lists the fact in its
+// metadata.memory_ids; a memory of no call finds nothing. The pipeline
+// and the recorder are stopped before the route is read, so every row is
+// written and nothing waits on a clock.
+func TestRetainedFactFindsItsExtractionCall(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			http.NotFound(w, r)
+			return
+		}
+		calls.Add(1)
+		var req struct {
+			Messages []struct{ Role, Content string }
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			t.Errorf("decode request: %v", err)
+		}
+		// One fact per message of every chunk the call carries.
+		var body struct {
+			Chunks []struct {
+				ChunkIndex int `json:"chunk_index"`
+				Messages   []struct {
+					MessageIndex int    `json:"message_index"`
+					Name         string `json:"name"`
+					Timestamp    string `json:"timestamp"`
+					Text         string `json:"text"`
+				} `json:"messages"`
+			} `json:"chunks"`
+		}
+		for _, m := range req.Messages {
+			if m.Role == "user" {
+				if err := json.Unmarshal([]byte(m.Content), &body); err != nil {
+					t.Errorf("user message: %v", err)
+				}
+				break
+			}
+		}
+		var out []map[string]any
+		for _, c := range body.Chunks {
+			var facts []map[string]any
+			for _, m := range c.Messages {
+				facts = append(facts, map[string]any{"text": m.Name + " said: " + m.Text, "fact_type": "world", "message_index": m.MessageIndex,
+					"entities": []map[string]string{{"name": m.Name, "kind": "person"}}, "causal_relations": []any{},
+					"occurred_start": nil, "occurred_end": nil, "mentioned_at": m.Timestamp, "context": "", "tags": []string{}})
+			}
+			out = append(out, map[string]any{"chunk_index": c.ChunkIndex, "facts": facts})
+		}
+		content, _ := json.Marshal(map[string]any{"chunks": out})
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": "c1", "object": "chat.completion", "model": "fake-model",
+			"choices": []map[string]any{{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": string(content)}}},
+			"usage":   map[string]any{"prompt_tokens": 80, "completion_tokens": 20, "total_tokens": 100}})
+	}))
+	defer fake.Close()
+
+	st := openStore(t)
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	rec, err := llmtrace.New(llmtrace.Deps{Store: st}, llmtrace.Config{Provider: "openai", Model: "fake-model", Retention: time.Hour,
+		MaxPerBank: 100, FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recDone := make(chan error, 1)
+	go func() { recDone <- rec.Run(ctx) }()
+	ex, err := llm.New(llm.Deps{Logger: log, Trace: rec}, llm.Config{BaseURL: fake.URL + "/v1", Model: "fake-model", Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	emb, err := embed.NewHash(testDim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate, err := defense.NewGate(defense.GateDeps{Registerer: prometheus.NewRegistry(), Logger: log}, defense.GateConfig{FingerprintSalt: []byte("test-salt-0123456789")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies, err := pipeline.NewCachedPolicies(pipeline.PolicyDeps{Loader: st}, pipeline.PolicyConfig{Base: defense.DefaultPolicy(), TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := pipeline.NewStoreResolver(pipeline.StoreResolverDeps{Source: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipeline.New(pipeline.Deps{Gate: gate, Policies: policies, Extractor: ex, Embedder: emb, Resolver: res, Store: st,
+		DeadLetter: failDeadLetters{t}, Logger: log}, pipeline.Config{Lanes: 1, BatchSize: 8, BatchWait: time.Millisecond, MaxEventBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pDone := make(chan error, 1)
+	go func() { pDone <- p.Run(pctx) }()
+
+	at := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+	ev, _ := json.Marshal(map[string]any{"bank_id": "bank-x", "event_id": "conv-1/0", "document_id": "conv-1", "messages": []map[string]string{
+		{"role": "user", "name": "Alice", "content": "I moved to Lisbon last spring.", "timestamp": at.Format(time.RFC3339)},
+		{"role": "user", "name": "Alice", "content": "My sister Ana lives in Porto.", "timestamp": at.Add(time.Minute).Format(time.RFC3339)}}})
+	acked := make(chan struct{})
+	if err := p.Submit(ctx, pipeline.Message{Record: &kgo.Record{Topic: "events", Key: []byte("conv-1"), Value: ev},
+		Ack: func() { close(acked) }}); err != nil {
+		t.Fatal(err)
+	}
+	<-acked // the event's facts are committed
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-pDone; err != nil {
+		t.Fatal(err)
+	}
+	// Stop writes every buffered row.
+	if err := rec.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-recDone; err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d LLM calls, want the one extraction call", n)
+	}
+
+	facts, _, err := st.ListMemories(ctx, "bank-x", store.MemoryFilter{Limit: 10})
+	if err != nil || len(facts) != 2 {
+		t.Fatalf("stored facts: %d, %v; want 2", len(facts), err)
+	}
+	e := newEnv(t, envOpts{st: st})
+	b := "/v1/default/banks/bank-x/llm-requests"
+	all := e.call("GET", b, "", "")
+	if all.status != 200 || all.body["total"] != float64(1) {
+		t.Fatalf("all calls: %s", all.raw)
+	}
+	for _, f := range facts {
+		r := e.call("GET", b+"?memory_id="+f.ID.String(), "", "")
+		if r.status != 200 || r.body["total"] != float64(1) {
+			t.Fatalf("calls of fact %s: %d %s", f.ID, r.status, r.raw)
+		}
+		call := r.body["items"].([]any)[0].(map[string]any)
+		meta := call["metadata"].(map[string]any)
+		if call["scope"] != "retain_extract_facts" || call["operation"] != "retain" || meta["document_id"] != "conv-1" {
+			t.Errorf("the fact's call: %v", call)
+		}
+		var created []string
+		for _, id := range meta["memory_ids"].([]any) {
+			created = append(created, id.(string))
+		}
+		if !slices.Contains(created, f.ID.String()) || len(created) != 2 {
+			t.Errorf("memory_ids %v of the call lack fact %s", created, f.ID)
+		}
+	}
+	if r := e.call("GET", b+"?memory_id="+uuid.NewString(), "", ""); r.status != 200 || r.body["total"] != float64(0) {
+		t.Errorf("an unrelated memory's calls: %s", r.raw)
+	}
+}
+
+// failDeadLetters fails the test: the event must not be dead-lettered.
+type failDeadLetters struct{ t *testing.T }
+
+func (f failDeadLetters) DeadLetter(_ context.Context, _ *kgo.Record, e *event.Error, bank string) error {
+	f.t.Errorf("event of bank %s dead-lettered: %v", bank, e)
+	return nil
 }

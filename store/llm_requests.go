@@ -32,7 +32,9 @@ type LLMRequest struct {
 	InputTokens, OutputTokens, CachedTokens, ThoughtsTokens, TotalTokens int
 	Error                                                                string
 	// LLMInfo holds what describes the call (finish reason, HTTP status);
-	// Metadata what it was for (document, memories). Both JSON objects.
+	// Metadata what it was for (document, chunks, source memories). Both
+	// JSON objects. Read back, Metadata also holds memory_ids, the
+	// memories the call created (see ListLLMRequests).
 	LLMInfo  json.RawMessage
 	Metadata json.RawMessage
 }
@@ -47,8 +49,10 @@ type LLMRequestFilter struct {
 	// CallType is llm, embedding, rerank or decision, told apart by scope
 	// as Hindsight does (embedding_*, rerank, decision_*, anything else).
 	CallType string
-	// DocumentID and MemoryID match metadata.document_id and the
-	// metadata.memory_ids / source_memory_ids lists.
+	// DocumentID matches metadata.document_id. MemoryID matches the calls
+	// that created the memory (the retain extraction call of its chunk, or
+	// for an observation the consolidation calls that decided its
+	// evidence) or consumed it (metadata.source_memory_ids).
 	DocumentID, MemoryID string
 	// Start (inclusive) and End (exclusive) bound started_at.
 	Start, End *time.Time
@@ -80,7 +84,23 @@ const (
 	llmCols = `id, bank_id, coalesce(operation, ''), coalesce(scope, ''), coalesce(trace_id, ''), coalesce(span_id, ''),
 		coalesce(parent_span_id, ''), coalesce(provider, ''), coalesce(model, ''), status, started_at, ended_at,
 		coalesce(input_tokens, 0), coalesce(output_tokens, 0), coalesce(cached_tokens, 0), coalesce(thoughts_tokens, 0),
-		coalesce(total_tokens, 0), coalesce(error, ''), llm_info, metadata`
+		coalesce(total_tokens, 0), coalesce(error, ''), llm_info, ` + llmMetadata
+	// llmMetadata is a row r's metadata with the memories the call
+	// concerned as metadata.memory_ids, read now rather than written with
+	// the row (the ids only exist once the call's answer is stored): for a
+	// retain extraction call the facts of the chunks it carried
+	// (chunk_ids), in chunk order; for a consolidation call the
+	// observations its facts (source_memory_ids) are evidence of. Without
+	// any, the key is absent, as in Hindsight.
+	llmMetadata = `coalesce(r.metadata || (SELECT jsonb_build_object('memory_ids', jsonb_agg(u.id ORDER BY u.n, u.k, u.id)) FROM (
+			SELECT m.id::text AS id, c.n, coalesce(m.source_message_index, 0) AS k
+			FROM jsonb_array_elements_text(r.metadata->'chunk_ids') WITH ORDINALITY c(id, n)
+			JOIN memory_units m ON m.chunk_id = c.id::uuid AND m.bank_id = r.bank_id
+			UNION ALL
+			SELECT e.observation_id::text, min(s.n), 0
+			FROM jsonb_array_elements_text(r.metadata->'source_memory_ids') WITH ORDINALITY s(id, n)
+			JOIN observation_evidence e ON e.memory_id = s.id::uuid
+			GROUP BY e.observation_id) u HAVING count(*) > 0), r.metadata)`
 	// qLLMAdd skips a request whose bank is gone (deleted while the row
 	// waited in the recorder's buffer) instead of failing the batch. The
 	// key-share lock waits for a delete of the bank in progress and then
@@ -94,8 +114,11 @@ const (
 		       NULLIF($18, 0), NULLIF($19, ''), $20, $21
 		WHERE EXISTS (SELECT 1 FROM banks WHERE id = $2 FOR KEY SHARE)
 		ON CONFLICT (id) DO NOTHING`
-	// llmFilter is the WHERE clause of the list queries ($1 bank, $2-$12
-	// the filter's fields; empty and NULL filter nothing).
+	// llmFilter is the WHERE clause of the list queries ($1 bank, $2-$11
+	// and $14 the filter's fields; empty and NULL filter nothing). A
+	// memory ($9, $14 as a uuid) matches the calls that consumed it
+	// (source_memory_ids), the extraction call of its chunk (chunk_ids),
+	// and for an observation the consolidation calls of its evidence.
 	llmFilter = `bank_id = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR operation = $3) AND ($4 = '' OR scope = $4)
 		AND ($5 = '' OR provider = $5) AND ($6 = '' OR trace_id = $6)
 		AND ($7 = '' OR CASE $7
@@ -105,16 +128,18 @@ const (
 			ELSE NOT (coalesce(scope, '') LIKE 'embedding\_%' OR coalesce(scope, '') = 'rerank' OR coalesce(scope, '') LIKE 'decision\_%')
 			END)
 		AND ($8 = '' OR metadata->>'document_id' = $8)
-		AND ($9 = '' OR metadata->'memory_ids' ? $9 OR metadata->'source_memory_ids' ? $9)
+		AND ($9 = '' OR metadata->'source_memory_ids' ? $9
+			OR metadata->'chunk_ids' ? (SELECT chunk_id::text FROM memory_units WHERE id = $14 AND bank_id = $1)
+			OR metadata->'source_memory_ids' ?| ARRAY(SELECT memory_id::text FROM observation_evidence WHERE observation_id = $14))
 		AND ($10::timestamptz IS NULL OR started_at >= $10) AND ($11::timestamptz IS NULL OR started_at < $11)`
-	qLLMList = `SELECT ` + llmCols + `, count(*) OVER () FROM llm_requests WHERE ` + llmFilter + `
+	qLLMList = `SELECT ` + llmCols + `, count(*) OVER () FROM llm_requests r WHERE ` + llmFilter + `
 		ORDER BY started_at DESC, id DESC LIMIT $12 OFFSET $13`
 	// qLLMListRuns pages runs, most recently active first, and returns
 	// every request of the runs on the page with the number of runs.
 	qLLMListRuns = `WITH f AS (SELECT *, coalesce(trace_id, 'single:' || id::text) AS run FROM llm_requests WHERE ` + llmFilter + `),
 		runs AS (SELECT run, max(started_at) AS last FROM f GROUP BY run),
 		page AS (SELECT run FROM runs ORDER BY last DESC, run LIMIT $12 OFFSET $13)
-		SELECT ` + llmCols + `, (SELECT count(*) FROM runs) FROM f WHERE run IN (SELECT run FROM page)
+		SELECT ` + llmCols + `, (SELECT count(*) FROM runs) FROM f r WHERE run IN (SELECT run FROM page)
 		ORDER BY started_at DESC, id DESC`
 	qLLMStats = `SELECT date_trunc($2, started_at) AS t, status, count(*),
 		coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), coalesce(sum(cached_tokens), 0),
@@ -177,14 +202,25 @@ func (s *Store) AddLLMRequests(ctx context.Context, rs []LLMRequest) error {
 }
 
 // ListLLMRequests returns one page of a bank's LLM requests, newest first,
-// and the total (of requests, or of runs when f.Group).
+// and the total (of requests, or of runs when f.Group). A request's
+// Metadata comes with memory_ids, the memories the call created as they
+// stand now: a retain extraction call's facts (of the chunks it carried),
+// a consolidation call's observations (those its facts are evidence of).
+// A memory deleted since is no longer listed, and f.MemoryID then finds
+// only the calls that consumed it.
 func (s *Store) ListLLMRequests(ctx context.Context, bankID string, f LLMRequestFilter) ([]LLMRequest, int, error) {
 	q := qLLMList
 	if f.Group {
 		q = qLLMListRuns
 	}
+	// A memory_id that is not a uuid names no memory of the bank; it can
+	// still match a source_memory_ids entry as text.
+	var memory *uuid.UUID
+	if id, err := uuid.Parse(f.MemoryID); err == nil {
+		memory = &id
+	}
 	rows, err := s.pool.Query(ctx, q, bankID, f.Status, f.Operation, f.Scope, f.Provider, f.TraceID, f.CallType,
-		f.DocumentID, f.MemoryID, f.Start, f.End, f.Limit, f.Offset)
+		f.DocumentID, f.MemoryID, f.Start, f.End, f.Limit, f.Offset, memory)
 	if err != nil {
 		return nil, 0, fmt.Errorf("llm requests bank %s: %w", bankID, err)
 	}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -40,7 +41,7 @@ func TestLLMRequestsListFilterStatsPrune(t *testing.T) {
 		llmReq("no-such-bank", "reflect", "reflect", "success", "t4", now, 1, 1),
 	}
 	reqs[1].Error = "llm server error (HTTP 503): overloaded"
-	reqs[0].Metadata = json.RawMessage(`{"document_id": "doc-1", "memory_ids": ["m-1"]}`)
+	reqs[0].Metadata = json.RawMessage(`{"document_id": "doc-1", "source_memory_ids": ["m-1"]}`)
 	if err := st.AddLLMRequests(ctx, reqs); err != nil {
 		t.Fatal(err)
 	}
@@ -186,5 +187,125 @@ func TestLLMRequestsRacingBankDelete(t *testing.T) {
 	var kept int
 	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM llm_requests WHERE bank_id = 'kept'`).Scan(&kept); err != nil || kept != 1 {
 		t.Fatalf("%d requests of the kept bank (%v), want 1", kept, err)
+	}
+}
+
+// TestLLMRequestsByMemory stores two chunks' facts, an observation with
+// evidence, and the calls of their retain and consolidation: the
+// memory_id filter finds the extraction call of a fact's chunk (created)
+// and the consolidation call that decided it (consumed), an
+// observation's consolidation call, and nothing for an unrelated memory;
+// read back, each call lists the memories it created as memory_ids.
+func TestLLMRequestsByMemory(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	chunkA, chunkB, chunkX := store.DeriveID("tm", "e1", "chunk", "0"), store.DeriveID("tm", "e2", "chunk", "0"), store.DeriveID("tm-x", "e1", "chunk", "0")
+	f1, f2, f3, other := store.DeriveID("tm", "f1"), store.DeriveID("tm", "f2"), store.DeriveID("tm", "f3"), store.DeriveID("tm-x", "f1")
+	obs := store.DeriveID("tm", "obs")
+	vec := []float32{1, 0, 0, 0}
+	fact := func(id, chunk uuid.UUID, msg int, key string) store.FactRow {
+		return store.FactRow{ID: id, FactType: "world", Text: "fact " + key, Embedding: vec, MentionedAt: at, IdemKey: key, ChunkID: chunk, MessageIndex: msg}
+	}
+	evs := []store.EventRecord{
+		{BankID: "tm", EventKey: "e1", DocumentID: "d1", Chunks: []store.ChunkRow{{ID: chunkA, Text: "two facts", StartedAt: at}},
+			Facts: []store.FactRow{fact(f2, chunkA, 1, "f2"), fact(f1, chunkA, 0, "f1")}},
+		{BankID: "tm", EventKey: "e2", DocumentID: "d2", Chunks: []store.ChunkRow{{ID: chunkB, Text: "one fact", StartedAt: at}},
+			Facts: []store.FactRow{fact(f3, chunkB, 0, "f3")}},
+		// Another bank's fact of the same chunk id is not the call's.
+		{BankID: "tm-x", EventKey: "e1", DocumentID: "d1", Chunks: []store.ChunkRow{{ID: chunkX, Text: "elsewhere", StartedAt: at}},
+			Facts: []store.FactRow{fact(other, chunkX, 0, "x1")}},
+	}
+	if _, err := st.PersistBatch(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	// The observation f1 is evidence of, as the consolidation worker writes it.
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO memory_units (id, bank_id, fact_type, text, mentioned_at, idempotency_key)
+		VALUES ($1, 'tm', 'observation', 'an observation', $2, $3)`, obs, at, obs.String()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO observation_evidence (observation_id, memory_id, quote, evidence_at) VALUES ($1, $2, 'q', $3)`,
+		obs, f1, at); err != nil {
+		t.Fatal(err)
+	}
+	meta := func(m map[string]any) json.RawMessage {
+		b, _ := json.Marshal(m)
+		return b
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	extractA := llmReq("tm", "retain", "retain_extract_facts", "success", "t1", now.Add(-4*time.Minute), 10, 1)
+	extractA.Metadata = meta(map[string]any{"document_id": "d1", "chunk_ids": []uuid.UUID{chunkA}})
+	extractB := llmReq("tm", "retain", "retain_extract_facts", "success", "t2", now.Add(-3*time.Minute), 10, 1)
+	extractB.Metadata = meta(map[string]any{"chunk_ids": []uuid.UUID{chunkB, chunkX}})
+	consolidate := llmReq("tm", "consolidation", "consolidation", "success", "t3", now.Add(-2*time.Minute), 10, 1)
+	consolidate.Metadata = meta(map[string]any{"source_memory_ids": []uuid.UUID{f1, f2}})
+	reflect := llmReq("tm", "reflect", "reflect", "success", "t4", now.Add(-time.Minute), 10, 1)
+	if err := st.AddLLMRequests(ctx, []store.LLMRequest{extractA, extractB, consolidate, reflect}); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(f store.LLMRequestFilter) []uuid.UUID {
+		t.Helper()
+		f.Limit = 50
+		items, total, err := st.ListLLMRequests(ctx, "tm", f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if total != len(items) {
+			t.Errorf("%+v: total %d for %d items", f, total, len(items))
+		}
+		var out []uuid.UUID
+		for _, q := range items {
+			out = append(out, q.ID)
+		}
+		return out
+	}
+	for name, c := range map[string]struct {
+		memory uuid.UUID
+		want   []uuid.UUID
+	}{
+		"a fact: its chunk's call and the call that consumed it": {f1, []uuid.UUID{consolidate.ID, extractA.ID}},
+		"a fact of the same chunk":                               {f2, []uuid.UUID{consolidate.ID, extractA.ID}},
+		"a fact of another chunk":                                {f3, []uuid.UUID{extractB.ID}},
+		"an observation: the call that decided its evidence":     {obs, []uuid.UUID{consolidate.ID}},
+		"another bank's fact":                                    {other, nil},
+		"an unrelated memory":                                    {uuid.New(), nil},
+	} {
+		if got := ids(store.LLMRequestFilter{MemoryID: c.memory.String()}); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", name, got, c.want)
+		}
+		if got := ids(store.LLMRequestFilter{MemoryID: c.memory.String(), Group: true}); !slices.Equal(got, c.want) {
+			t.Errorf("%s, by run: %v, want %v", name, got, c.want)
+		}
+	}
+	if got := ids(store.LLMRequestFilter{MemoryID: "not-a-uuid"}); got != nil {
+		t.Errorf("a memory_id that is no uuid: %v", got)
+	}
+
+	items, _, err := st.ListLLMRequests(ctx, "tm", store.LLMRequestFilter{Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := map[uuid.UUID][]uuid.UUID{}
+	for _, q := range items {
+		var m struct {
+			MemoryIDs []uuid.UUID `json:"memory_ids"`
+			Document  string      `json:"document_id"`
+		}
+		if err := json.Unmarshal(q.Metadata, &m); err != nil {
+			t.Fatalf("metadata %s: %v", q.Metadata, err)
+		}
+		created[q.ID] = m.MemoryIDs
+		if q.ID == extractA.ID && m.Document != "d1" {
+			t.Errorf("the stored metadata is kept: %s", q.Metadata)
+		}
+		if q.ID == reflect.ID && string(q.Metadata) != "{}" {
+			t.Errorf("a call that created nothing has no memory_ids: %s", q.Metadata)
+		}
+	}
+	for id, want := range map[uuid.UUID][]uuid.UUID{extractA.ID: {f1, f2}, extractB.ID: {f3}, consolidate.ID: {obs}, reflect.ID: nil} {
+		if !slices.Equal(created[id], want) {
+			t.Errorf("memory_ids of %s: %v, want %v (message order)", id, created[id], want)
+		}
 	}
 }
