@@ -9,25 +9,27 @@ import (
 
 // Usage is the help text of `memstream eval`.
 const Usage = `Usage:
-  memstream eval gen --out DIR [--seed N] [--size small|full|gate] [--part heldout|tuning|both|dialogue|all]
-  memstream eval run DIR [--api URL] [--part heldout|tuning|dialogue] [--arms a,b] [--fusion rrf|interleave] [--ablation]
+  memstream eval gen --out DIR [--seed N] [--size small|full|gate] [--part heldout|tuning|both|dialogue|dialogue-tuning|all]
+  memstream eval run DIR [--api URL] [--part heldout|tuning|dialogue|dialogue-tuning] [--arms a,b] [--fusion rrf|interleave] [--ablation]
   memstream eval run DIR --target hindsight --ingest retain (--api URL | --hindsight-bin BIN)
 
 gen writes a deterministic LongMemEval-style dataset (events.jsonl,
 questions.jsonl, manifest.json) with two parts: a tuning part, and a
 held-out part with its own vocabulary that is reported and gated but never
 tuned against. --part dialogue writes a third part of another shape
-instead (--part all: all three): chats between two named people, one
+instead (--part all: all four): chats between two named people, one
 event per message, with third-person questions about either of them,
-reported like the held-out part and never tuned against. run ingests
+reported like the held-out part and never tuned against.
+--part dialogue-tuning writes its tuning counterpart: the same shape with
+its own vocabulary, whose misses are written like the tuning part's. run ingests
 DIR/events.jsonl through Kafka (by default into
 a private in-process memstream: embedded Kafka, a managed PostgreSQL on a
 free port in a temporary directory, the HTTP API), waits until every event
 is stored, asks every question through the recall API, asks the same
 questions of two plain baselines over the raw turns (BM25, and dense top-k
 with the configured embedder), scores each part on its own and writes
-report.json, report.md, recall_by_type.png and the tuning part's
-misses.jsonl into DIR. With --target hindsight the same events are
+report.json, report.md, recall_by_type.png and the misses.jsonl of the
+tuning and dialogue-tuning parts into DIR. With --target hindsight the same events are
 retained into Hindsight 1.1.0 (its no-LLM chunks mode) and the same
 questions asked of it.
 `
@@ -39,7 +41,7 @@ func GenCommand(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Int64("seed", 1, "random seed; the same seed and size give byte-identical files")
 	out := fs.String("out", "", "directory to write the dataset to (required)")
 	size := fs.String("size", "small", "preset: small (about 60 questions per part, for tests), full (several hundred per part, for reports) or gate (the make test gate: small, held-out only)")
-	part := fs.String("part", "both", "parts to generate: heldout, tuning, both (the default; no dialogue part), dialogue, or all three")
+	part := fs.String("part", "both", "parts to generate: heldout, tuning, both (the default; no dialogue part), dialogue, dialogue-tuning, or all four")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, Usage+"\nFlags of gen:\n")
 		fs.PrintDefaults()

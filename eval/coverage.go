@@ -66,7 +66,7 @@ func EvidenceCoverage(d *Dataset, stored map[Evidence]bool, part string) Coverag
 			c.EvidenceTurns++
 			if stored[ev] {
 				c.StoredTurns++
-			} else if len(c.Lost) < 20 && q.Part == PartTuning {
+			} else if len(c.Lost) < 20 && Tunable(q.Part) {
 				msg, _ := d.Turn(ev)
 				c.Lost = append(c.Lost, MissTurn{Evidence: ev, Text: msg.Content})
 			}

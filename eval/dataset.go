@@ -83,7 +83,7 @@ type Question struct {
 	ID     string `json:"id"`
 	BankID string `json:"bank_id"`
 	Type   string `json:"type"`
-	// Part is PartTuning, PartHeldOut or PartDialogue.
+	// Part is PartTuning, PartHeldOut, PartDialogue or PartDialogueTuning.
 	Part           string    `json:"part"`
 	Question       string    `json:"question"`
 	QueryTimestamp time.Time `json:"query_timestamp"`

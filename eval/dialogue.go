@@ -12,12 +12,13 @@ import (
 	"unicode/utf8"
 )
 
-// The dialogue part is a different shape of data than the other two: long
-// chats between two named people (both role "user", no assistant), one
-// Kafka event per message, and questions asked in the third person about
-// either of them. It has its own vocabulary (dialogue_vocab.go) and its
-// own generator below, drawing from RNG streams no other part uses, so
-// generating it never changes the other parts' files.
+// The dialogue parts are a different shape of data than the other two:
+// long chats between two named people (both role "user", no assistant),
+// one Kafka event per message, and questions asked in the third person
+// about either of them. Each has its own vocabulary (dialogue_vocab.go for
+// the dialogue part, dialogue_tuning_vocab.go for its tuning counterpart)
+// and shares the generator below, drawing from RNG streams no other part
+// uses, so generating one never changes the other parts' files.
 
 // dialogueStart is when the dialogue part's sessions begin.
 var dialogueStart = time.Date(2024, time.May, 6, 0, 0, 0, 0, time.UTC)
@@ -25,6 +26,76 @@ var dialogueStart = time.Date(2024, time.May, 6, 0, 0, 0, 0, time.UTC)
 // dialogueStream sets the bit of a dialogue bank's PCG stream that no
 // other part's stream has (theirs are bank<<2|bits, banks ≤ 1000).
 const dialogueStream = uint64(1) << 48
+
+// dialogueVocab is everything a dialogue part's chats are made of; the
+// generator's mechanics (layout, distractors, timing) are shared.
+type dialogueVocab struct {
+	part string
+	// bankPrefix starts the part's bank ids.
+	bankPrefix string
+	// stream is or-ed into each bank's PCG stream; no two parts share one.
+	stream uint64
+	start  time.Time
+
+	speakers, companions                   []string
+	single, events, multi, updates, absent []dlgFact
+	reactions, prompts                     []string
+	open, close                            [][2]string
+	filler                                 [][]string
+	slots                                  map[string][]string
+	// relay is a speaker passing on a third person's message: {p} is the
+	// third person, {q} the message.
+	relay string
+	// when are the time phrases of temporal statements, each with the day
+	// it names for something said at t.
+	when []dlgWhen
+}
+
+// dlgWhen is a time phrase and the day it names.
+type dlgWhen struct {
+	phrase string
+	day    func(t time.Time) time.Time
+}
+
+// dialogueVocabulary is the dialogue part's: its word lists live in
+// dialogue_vocab.go.
+var dialogueVocabulary = dialogueVocab{
+	part: PartDialogue, bankPrefix: "dlg", stream: dialogueStream, start: dialogueStart,
+	speakers: dlgSpeakerNames, companions: dlgCompanions,
+	single: dlgSingle, events: dlgEvents, multi: dlgMulti, updates: dlgUpdates, absent: dlgAbsent,
+	reactions: dlgReactions, prompts: dlgPrompts, open: dlgOpen, close: dlgClose,
+	filler: dlgFiller, slots: dlgSlots,
+	relay: "{p} sent me this today: \"{q}\"",
+	when: []dlgWhen{
+		{"yesterday", func(t time.Time) time.Time { return dayOf(t).AddDate(0, 0, -1) }},
+		{"two days ago", func(t time.Time) time.Time { return dayOf(t).AddDate(0, 0, -2) }},
+		{"this morning", dayOf},
+		{"last Saturday", saturdayBefore},
+		{"last Friday", func(t time.Time) time.Time { return weekdayBefore(t, time.Friday) }},
+	},
+}
+
+func dialogueVocabOf(part string) (*dialogueVocab, bool) {
+	switch part {
+	case PartDialogue:
+		return &dialogueVocabulary, true
+	case PartDialogueTuning:
+		return &dialogueTuningVocabulary, true
+	}
+	return nil, false
+}
+
+func dayOf(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
+
+// weekdayBefore is the last wd strictly before t's day.
+func weekdayBefore(t time.Time, wd time.Weekday) time.Time {
+	day := dayOf(t)
+	back := (int(day.Weekday()) - int(wd) + 7) % 7
+	if back == 0 {
+		back = 7
+	}
+	return day.AddDate(0, 0, -back)
+}
 
 // dialogueBanks is how many banks the part has: half the English banks of
 // the preset (the conversations are longer than the other parts' ones).
@@ -49,6 +120,7 @@ type dlgQuestion struct {
 
 type dialogueGen struct {
 	cfg       GenConfig
+	v         *dialogueVocab
 	id        string
 	rng       *rand.Rand
 	names     [2]string
@@ -59,15 +131,16 @@ type dialogueGen struct {
 	err       error
 }
 
-func newDialogueGen(cfg GenConfig, start time.Time, i int) *dialogueGen {
+func newDialogueGen(cfg GenConfig, v *dialogueVocab, start time.Time, i int) *dialogueGen {
 	g := &dialogueGen{
 		cfg:  cfg,
-		id:   fmt.Sprintf("dlg-en-%03d", i),
-		rng:  rand.New(rand.NewPCG(uint64(cfg.Seed), dialogueStream|uint64(i))),
+		v:    v,
+		id:   fmt.Sprintf("%s-en-%03d", v.bankPrefix, i),
+		rng:  rand.New(rand.NewPCG(uint64(cfg.Seed), v.stream|uint64(i))),
 		used: map[string]bool{},
 	}
-	g.names[0] = g.draw(dlgSpeakerNames)
-	g.names[1] = g.draw(dlgSpeakerNames)
+	g.names[0] = g.draw(v.speakers)
+	g.names[1] = g.draw(v.speakers)
 	// One slot per session across the span, as in the other parts, so the
 	// sessions stay in order and days apart.
 	slot := cfg.Span / time.Duration(cfg.SessionsPerBank)
@@ -130,12 +203,12 @@ func (g *dialogueGen) says(s, x int, text string, evidence bool) *dlgPlant {
 	y := 1 - x
 	p := &dlgPlant{session: s, evidence: -1}
 	if g.rng.IntN(2) == 0 {
-		p.turns = append(p.turns, dlgTurn{y, pick(g.rng, dlgPrompts)})
+		p.turns = append(p.turns, dlgTurn{y, pick(g.rng, g.v.prompts)})
 	}
 	if evidence {
 		p.evidence = len(p.turns)
 	}
-	p.turns = append(p.turns, dlgTurn{x, capFirst(text)}, dlgTurn{y, pick(g.rng, dlgReactions)})
+	p.turns = append(p.turns, dlgTurn{x, capFirst(text)}, dlgTurn{y, pick(g.rng, g.v.reactions)})
 	g.plants[s] = append(g.plants[s], p)
 	return p
 }
@@ -146,7 +219,7 @@ func (g *dialogueGen) ask(typ string, x int, question string, qt time.Time, gold
 	}
 	g.questions = append(g.questions, dlgQuestion{
 		q: Question{
-			ID: fmt.Sprintf("%s-q%03d", g.id, len(g.questions)), BankID: g.id, Type: typ, Part: PartDialogue,
+			ID: fmt.Sprintf("%s-q%03d", g.id, len(g.questions)), BankID: g.id, Type: typ, Part: g.v.part,
 			Question: capFirst(fill(question, "n", g.names[x])), QueryTimestamp: qt.UTC(),
 			GoldAnswers: gold, Evidence: []Evidence{},
 		},
@@ -168,16 +241,16 @@ func (g *dialogueGen) distractor(avoid, x int, format, v string) {
 		g.says(s, 1-x, fill(format, "v", v), false)
 		return
 	}
-	_, who := splitKey(g.draw(dlgCompanions))
-	g.says(s, x, who+" sent me this today: \""+capFirst(fill(format, "v", v))+"\"", false)
+	_, who := splitKey(g.draw(g.v.companions))
+	g.says(s, x, fill(g.v.relay, "p", who, "q", capFirst(fill(format, "v", v))), false)
 }
 
 // plant plants every question type for both speakers, k of each.
 func (g *dialogueGen) plant() {
 	n, k := len(g.starts), g.cfg.PerType
 	for x := range 2 {
-		for _, ti := range g.order(len(dlgSingle))[:min(k, len(dlgSingle))] {
-			t := dlgSingle[ti]
+		for _, ti := range g.order(len(g.v.single))[:min(k, len(g.v.single))] {
+			t := g.v.single[ti]
 			v := g.draw(t.pool)
 			key, text := splitKey(v)
 			s, say := g.sessionIn(0, n), pick(g.rng, t.say)
@@ -186,8 +259,8 @@ func (g *dialogueGen) plant() {
 			g.distractor(s, x, say, neg)
 			g.ask(TypeSingleSessionUser, x, pick(g.rng, t.ask), g.end(), []string{key}, ev)
 		}
-		for _, ti := range g.order(len(dlgEvents))[:min(k, len(dlgEvents))] {
-			t := dlgEvents[ti]
+		for _, ti := range g.order(len(g.v.events))[:min(k, len(g.v.events))] {
+			t := g.v.events[ti]
 			_, text := splitKey(g.draw(t.pool))
 			s := g.sessionIn(0, n)
 			phrase, day := g.when(g.starts[s])
@@ -200,8 +273,8 @@ func (g *dialogueGen) plant() {
 			g.ask(TypeTemporalReasoning, x, fill(pick(g.rng, t.ask), "v", text), g.end(),
 				[]string{day.Format("January 2, 2006"), day.Format("2006-01-02")}, ev)
 		}
-		for _, ti := range g.order(len(dlgMulti))[:min(k, len(dlgMulti))] {
-			t := dlgMulti[ti]
+		for _, ti := range g.order(len(g.v.multi))[:min(k, len(g.v.multi))] {
+			t := g.v.multi[ti]
 			parts := 2 + g.rng.IntN(3)
 			var plants []*dlgPlant
 			var sessions []int
@@ -218,8 +291,8 @@ func (g *dialogueGen) plant() {
 			q := g.ask(TypeMultiSession, x, pick(g.rng, t.ask), g.end(), values, plants...)
 			q.RequireAll = true
 		}
-		for _, ti := range g.order(len(dlgUpdates))[:min(k, len(dlgUpdates))] {
-			t := dlgUpdates[ti]
+		for _, ti := range g.order(len(g.v.updates))[:min(k, len(g.v.updates))] {
+			t := g.v.updates[ti]
 			oldKey, oldText := splitKey(g.draw(t.pool))
 			curKey, curText := splitKey(g.draw(t.pool))
 			g.says(g.sessionIn(0, n/2), x, fill(pick(g.rng, t.say), "v", oldText), false)
@@ -230,7 +303,7 @@ func (g *dialogueGen) plant() {
 			q.OldValue = oldKey
 		}
 		for range k {
-			t := dlgAbsent[0]
+			t := g.v.absent[0]
 			absent := g.draw(t.pool)
 			q := g.ask(TypeAbstention, x, fill(pick(g.rng, t.ask), "v", absent), g.end(), nil)
 			q.Abstention = true
@@ -241,23 +314,8 @@ func (g *dialogueGen) plant() {
 
 // when picks a time phrase for something said at t and the day it names.
 func (g *dialogueGen) when(t time.Time) (string, time.Time) {
-	day := t.UTC().Truncate(24 * time.Hour)
-	switch g.rng.IntN(5) {
-	case 0:
-		return "yesterday", day.AddDate(0, 0, -1)
-	case 1:
-		return "two days ago", day.AddDate(0, 0, -2)
-	case 2:
-		return "this morning", day
-	case 3:
-		return "last Saturday", saturdayBefore(t)
-	default:
-		back := (int(day.Weekday()) - int(time.Friday) + 7) % 7
-		if back == 0 {
-			back = 7
-		}
-		return "last Friday", day.AddDate(0, 0, -back)
-	}
+	w := pick(g.rng, g.v.when)
+	return w.phrase, w.day(t)
 }
 
 // finish lays out the sessions (opening, small talk with the plants in
@@ -270,10 +328,10 @@ func (g *dialogueGen) finish() ([]Event, []Question) {
 		a := g.rng.IntN(2) // who opens the session
 		var blocks []*dlgPlant
 		nf := g.cfg.FillerExchanges + g.rng.IntN(3)
-		for _, fi := range g.order(len(dlgFiller))[:min(nf, len(dlgFiller))] {
+		for _, fi := range g.order(len(g.v.filler))[:min(nf, len(g.v.filler))] {
 			b := &dlgPlant{evidence: -1}
 			first := g.rng.IntN(2)
-			for j, text := range dlgFiller[fi] {
+			for j, text := range g.v.filler[fi] {
 				b.turns = append(b.turns, dlgTurn{(first + j) % 2, g.fillSlots(text)})
 			}
 			blocks = append(blocks, b)
@@ -282,7 +340,7 @@ func (g *dialogueGen) finish() ([]Event, []Question) {
 			at := g.rng.IntN(len(blocks) + 1)
 			blocks = slices.Insert(blocks, at, p)
 		}
-		open, bye := pick(g.rng, dlgOpen), pick(g.rng, dlgClose)
+		open, bye := pick(g.rng, g.v.open), pick(g.rng, g.v.close)
 		blocks = slices.Insert(blocks, 0, &dlgPlant{evidence: -1, turns: []dlgTurn{
 			{a, fill(open[0], "o", g.names[1-a])}, {1 - a, open[1]}}})
 		closer := g.rng.IntN(2)
@@ -317,10 +375,10 @@ func (g *dialogueGen) finish() ([]Event, []Question) {
 }
 
 func (g *dialogueGen) fillSlots(s string) string {
-	keys := slices.Sorted(maps.Keys(dlgSlots))
+	keys := slices.Sorted(maps.Keys(g.v.slots))
 	kv := make([]string, 0, 2*len(keys))
 	for _, k := range keys {
-		kv = append(kv, k, pick(g.rng, dlgSlots[k]))
+		kv = append(kv, k, pick(g.rng, g.v.slots[k]))
 	}
 	return fill(s, kv...)
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,14 +68,28 @@ func TestAllPartsKeepTheDefaultOnes(t *testing.T) {
 	if !reflect.DeepEqual(a.Questions, b.Questions[:len(a.Questions)]) {
 		t.Error("the default parts' questions differ when the dialogue part is generated too")
 	}
-	if len(b.Part(PartDialogue)) == 0 {
-		t.Error("--part all has no dialogue questions")
+	for _, p := range []string{PartDialogue, PartDialogueTuning} {
+		if len(b.Part(p)) == 0 {
+			t.Errorf("--part all has no %s questions", p)
+		}
+	}
+	// The dialogue part comes out the same alone and with the others, so
+	// adding its tuning counterpart to `all` moved none of its turns.
+	alone := dialogueSmall(t, PartDialogue, 1)
+	var inAll []Event
+	for _, e := range b.Events {
+		if strings.HasPrefix(e.BankID, "dlg-") {
+			inAll = append(inAll, e)
+		}
+	}
+	if !reflect.DeepEqual(alone.Events, inAll) {
+		t.Error("the dialogue part's events differ between --part dialogue and --part all")
 	}
 }
 
-func dialogueSmall(t *testing.T, seed int64) *Dataset {
+func dialogueSmall(t *testing.T, part string, seed int64) *Dataset {
 	t.Helper()
-	cfg, err := Preset("small", PartDialogue)
+	cfg, err := Preset("small", part)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,15 +99,17 @@ func dialogueSmall(t *testing.T, seed int64) *Dataset {
 
 func TestDialogueIsDeterministic(t *testing.T) {
 	t.Parallel()
-	a, b, c := dialogueSmall(t, 7), dialogueSmall(t, 7), dialogueSmall(t, 8)
-	if !reflect.DeepEqual(a, b) {
-		t.Error("two dialogue datasets with seed 7 differ")
-	}
-	if reflect.DeepEqual(a.Events, c.Events) {
-		t.Error("the dialogue datasets of seeds 7 and 8 are the same")
-	}
-	if _, err := Preset("gate", PartDialogue); err == nil {
-		t.Error("the gate preset accepted the dialogue part")
+	for _, part := range []string{PartDialogue, PartDialogueTuning} {
+		a, b, c := dialogueSmall(t, part, 7), dialogueSmall(t, part, 7), dialogueSmall(t, part, 8)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("two %s datasets with seed 7 differ", part)
+		}
+		if reflect.DeepEqual(a.Events, c.Events) {
+			t.Errorf("the %s datasets of seeds 7 and 8 are the same", part)
+		}
+		if _, err := Preset("gate", part); err == nil {
+			t.Errorf("the gate preset accepted the %s part", part)
+		}
 	}
 }
 
@@ -101,8 +119,21 @@ func TestDialogueIsDeterministic(t *testing.T) {
 // said by the person asked about.
 func TestDialogueShape(t *testing.T) {
 	t.Parallel()
+	for _, part := range []string{PartDialogue, PartDialogueTuning} {
+		t.Run(part, func(t *testing.T) {
+			t.Parallel()
+			checkDialogueShape(t, part)
+		})
+	}
+}
+
+func checkDialogueShape(t *testing.T, part string) {
+	prefix := dialogueVocabulary.bankPrefix + "-en-"
+	if part == PartDialogueTuning {
+		prefix = dialogueTuningVocabulary.bankPrefix + "-en-"
+	}
 	for _, seed := range []int64{1, 2, 3} {
-		d := dialogueSmall(t, seed)
+		d := dialogueSmall(t, part, seed)
 		if d.Manifest.Banks != d.Manifest.PerMessageBanks || d.Manifest.Banks < 2 {
 			t.Fatalf("seed %d: %d banks, %d per message", seed, d.Manifest.Banks, d.Manifest.PerMessageBanks)
 		}
@@ -122,6 +153,9 @@ func TestDialogueShape(t *testing.T) {
 			}
 			if speakers[e.BankID] == nil {
 				speakers[e.BankID], sessionsOf[e.BankID] = map[string]int{}, map[string]time.Time{}
+			}
+			if !strings.HasPrefix(e.BankID, prefix) {
+				t.Fatalf("event %s is in bank %s, want prefix %s", e.EventID, e.BankID, prefix)
 			}
 			speakers[e.BankID][m.Name]++
 			if _, ok := sessionsOf[e.BankID][e.DocumentID]; !ok {
@@ -147,7 +181,7 @@ func TestDialogueShape(t *testing.T) {
 		types := map[string]int{}
 		for _, q := range d.Questions {
 			types[q.Type]++
-			if q.Part != PartDialogue {
+			if q.Part != part {
 				t.Fatalf("question %s is in part %q", q.ID, q.Part)
 			}
 			if !q.QueryTimestamp.After(last[q.BankID]) {
@@ -254,4 +288,145 @@ func TestDialoguePartIsScoredOnItsOwn(t *testing.T) {
 	if !strings.Contains(md, partTitle(PartDialogue)) || strings.Contains(md, "Quality bars") {
 		t.Errorf("dialogue markdown:\n%s", md)
 	}
+}
+
+// TestDialogueVocabulariesShareNothing checks that the dialogue part and
+// its tuning counterpart share no name, value, template or line, so that
+// work fitted to the tuning part's phrasings cannot carry over for free.
+func TestDialogueVocabulariesShareNothing(t *testing.T) {
+	t.Parallel()
+	strs := func(v *dialogueVocab) map[string]bool {
+		out := map[string]bool{strings.ToLower(v.relay): true, strings.ToLower(v.bankPrefix): true}
+		add := func(xs ...string) {
+			for _, x := range xs {
+				k, text := splitKey(x)
+				out[strings.ToLower(k)], out[strings.ToLower(text)] = true, true
+			}
+		}
+		add(v.speakers...)
+		add(v.companions...)
+		add(v.reactions...)
+		add(v.prompts...)
+		for _, set := range [][]dlgFact{v.single, v.events, v.multi, v.updates, v.absent} {
+			for _, f := range set {
+				add(f.pool...)
+				add(f.say...)
+				add(f.ask...)
+				add(f.update...)
+			}
+		}
+		for _, x := range append(slices.Clone(v.open), v.close...) {
+			add(x[0], x[1])
+		}
+		for _, f := range v.filler {
+			add(f...)
+		}
+		for _, w := range v.when {
+			add(w.phrase)
+		}
+		for _, vs := range v.slots {
+			add(vs...)
+		}
+		return out
+	}
+	a, b := strs(&dialogueVocabulary), strs(&dialogueTuningVocabulary)
+	for s := range b {
+		if a[s] {
+			t.Errorf("both dialogue vocabularies hold %q", s)
+		}
+	}
+	// No name or value of either part occurs as a word anywhere in the
+	// other's vocabulary.
+	for _, dir := range [][2]*dialogueVocab{{&dialogueVocabulary, &dialogueTuningVocabulary}, {&dialogueTuningVocabulary, &dialogueVocabulary}} {
+		var text strings.Builder
+		for s := range strs(dir[1]) {
+			text.WriteString(s + "\n")
+		}
+		for _, k := range dialogueKeys(dir[0]) {
+			if regexp.MustCompile(`\b` + regexp.QuoteMeta(k) + `\b`).MatchString(text.String()) {
+				t.Errorf("%s's %q occurs in %s's vocabulary", dir[0].part, k, dir[1].part)
+			}
+		}
+	}
+	// Both parts' absent terms are absent from every turn of the part,
+	// not only of the bank that asks.
+	d := dialogueSmall(t, PartDialogueTuning, 1)
+	for _, f := range dialogueTuningVocabulary.absent {
+		for _, term := range f.pool {
+			for _, e := range d.Events {
+				if strings.Contains(strings.ToLower(e.Messages[0].Content), strings.ToLower(term)) {
+					t.Errorf("absent term %q is said in %s: %q", term, e.EventID, e.Messages[0].Content)
+				}
+			}
+		}
+	}
+}
+
+type noRecall struct{}
+
+func (noRecall) Recall(context.Context, string, string, time.Time) ([]Retrieved, time.Duration, error) {
+	return nil, 0, nil
+}
+
+// TestDialogueTuningMissesAreWritten checks that a run lists the misses
+// and lost evidence turns of the tuning and dialogue-tuning parts, and
+// none of the held-out or dialogue parts, which are never tuned against;
+// and that only the LongMemEval-shaped parts are held to quality bars.
+func TestDialogueTuningMissesAreWritten(t *testing.T) {
+	t.Parallel()
+	cfg, err := Preset("small", "all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := generate(t, cfg)
+	rec := NewRecorder(noRecall{})
+	reps, err := RunParts(context.Background(), d, rec, RunOptions{Name: "none", Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []*PartOutcome
+	for _, p := range AllParts {
+		parts = append(parts, &PartOutcome{Part: p, Main: reps[p]})
+	}
+	misses, counts := tunableMisses(d, parts, rec)
+	partOf := map[string]string{}
+	for _, q := range d.Questions {
+		partOf[q.ID] = q.Part
+	}
+	byPart := map[string]int{}
+	for _, m := range misses {
+		byPart[partOf[m.ID]]++
+	}
+	if byPart[PartDialogueTuning] == 0 || byPart[PartTuning] == 0 || byPart[PartHeldOut] != 0 || byPart[PartDialogue] != 0 {
+		t.Errorf("misses by part %v (%v), want tuning and dialogue-tuning only", byPart, counts)
+	}
+	for _, p := range AllParts {
+		cov := EvidenceCoverage(d, map[Evidence]bool{}, p)
+		if (len(cov.Lost) > 0) != Tunable(p) {
+			t.Errorf("part %s: %d lost turns listed, tunable %v", p, len(cov.Lost), Tunable(p))
+		}
+	}
+	out := &Outcome{Parts: []*PartOutcome{{Part: PartDialogueTuning, Main: reps[PartDialogueTuning]}}}
+	if md := out.Markdown(); !strings.Contains(md, partTitle(PartDialogueTuning)) || strings.Contains(md, "Quality bars") {
+		t.Errorf("dialogue-tuning markdown:\n%s", md)
+	}
+}
+
+// dialogueKeys are a vocabulary's names and values, lower-cased.
+func dialogueKeys(v *dialogueVocab) []string {
+	var out []string
+	add := func(xs ...string) {
+		for _, x := range xs {
+			k, _ := splitKey(x)
+			out = append(out, strings.ToLower(k))
+		}
+	}
+	add(v.speakers...)
+	add(v.companions...)
+	for _, set := range [][]dlgFact{v.single, v.multi, v.updates, v.absent} {
+		for _, f := range set {
+			add(f.pool...)
+		}
+	}
+	return out
 }

@@ -5,7 +5,9 @@
 // unanswerable questions and Chinese alias questions in synthetic
 // multi-session chats, and writes them as SPEC §3 events plus a labelled
 // question file. On request it also writes a dialogue part: chats between
-// two named people, asked about in the third person (dialogue.go). Whoever drives the benchmark (the `memstream eval` command)
+// two named people, asked about in the third person (dialogue.go), and its
+// tuning counterpart with a vocabulary of its own (dialogue-tuning, whose
+// misses are written out). Whoever drives the benchmark (the `memstream eval` command)
 // publishes the events to Kafka, then hands a Recaller that calls the recall
 // API to Run, which asks every question and scores the ranked results with
 // LongMemEval's retrieval metrics at turn and session level.

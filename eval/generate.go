@@ -44,9 +44,9 @@ type GenConfig struct {
 	// exchanges per session; up to two more are added at random.
 	FillerExchanges int
 	// Parts are the benchmark parts to generate (PartHeldOut, PartTuning,
-	// PartDialogue); empty means the held-out and the tuning part. Each of
-	// those has Banks + CrossLingualBanks banks; the dialogue part has
-	// half of Banks.
+	// PartDialogue, PartDialogueTuning); empty means the held-out and the
+	// tuning part. Each of those has Banks + CrossLingualBanks banks; each
+	// dialogue part has half of Banks.
 	Parts []string
 	// PerMessageEvery delivers every n-th bank of a part (the second, the
 	// fourth, … for 2) as one event per message, the way most chat logs
@@ -78,8 +78,8 @@ func Full() GenConfig {
 }
 
 // Preset returns the named preset (small, full or gate) restricted to
-// part (both, heldout, tuning, dialogue, or all three), for the command
-// line. "both" is the default and does not include the dialogue part.
+// part (both, heldout, tuning, dialogue, dialogue-tuning, or all), for the
+// command line. "both" is the default and includes neither dialogue part.
 func Preset(size, part string) (GenConfig, error) {
 	var c GenConfig
 	switch size {
@@ -94,7 +94,7 @@ func Preset(size, part string) (GenConfig, error) {
 	}
 	switch part {
 	case "both", "":
-	case PartHeldOut, PartTuning, PartDialogue, "all":
+	case PartHeldOut, PartTuning, PartDialogue, PartDialogueTuning, "all":
 		if size == "gate" && part != PartHeldOut {
 			return c, fmt.Errorf("the gate preset is the %s part only", PartHeldOut)
 		}
@@ -103,7 +103,7 @@ func Preset(size, part string) (GenConfig, error) {
 			c.Parts = slices.Clone(AllParts)
 		}
 	default:
-		return c, fmt.Errorf("part %q is not %s, %s, %s, both or all", part, PartHeldOut, PartTuning, PartDialogue)
+		return c, fmt.Errorf("part %q is not %s, %s, %s, %s, both or all", part, PartHeldOut, PartTuning, PartDialogue, PartDialogueTuning)
 	}
 	return c, nil
 }
@@ -155,7 +155,7 @@ func (c GenConfig) validate() error {
 	seen := map[string]bool{}
 	for _, p := range c.Parts {
 		if !IsPart(p) || seen[p] {
-			return fmt.Errorf("eval: GenConfig.Parts: %q is not %s, %s or %s, or repeated", p, PartHeldOut, PartTuning, PartDialogue)
+			return fmt.Errorf("eval: GenConfig.Parts: %q is not %s, %s, %s or %s, or repeated", p, PartHeldOut, PartTuning, PartDialogue, PartDialogueTuning)
 		}
 		seen[p] = true
 	}
@@ -192,19 +192,21 @@ func Generate(cfg GenConfig) (*Dataset, error) {
 	}
 	for pi, part := range cfg.Parts {
 		v, _ := vocabularyOf(part)
+		dv, dialogue := dialogueVocabOf(part)
 		start := cfg.Start
 		if start.IsZero() {
-			start = dialogueStart
 			if v != nil {
 				start = v.start
+			} else {
+				start = dv.start
 			}
 		}
 		if pi == 0 || start.Before(d.Manifest.Start) {
 			d.Manifest.Start = start.UTC()
 		}
-		if part == PartDialogue {
+		if dialogue {
 			for i := range dialogueBanks(cfg) {
-				g := newDialogueGen(cfg, start, i)
+				g := newDialogueGen(cfg, dv, start, i)
 				g.plant()
 				if g.err != nil {
 					return nil, fmt.Errorf("generate bank %s: %w", g.id, g.err)

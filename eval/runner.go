@@ -126,7 +126,7 @@ func (c BenchmarkConfig) validate(deps BenchmarkDeps) error {
 	case c.Dir == "":
 		return errors.New("eval: BenchmarkConfig.Dir is empty")
 	case c.Part != "" && !IsPart(c.Part):
-		return fmt.Errorf("eval: BenchmarkConfig.Part %q is not %s, %s or %s", c.Part, PartHeldOut, PartTuning, PartDialogue)
+		return fmt.Errorf("eval: BenchmarkConfig.Part %q is not %s, %s, %s or %s", c.Part, PartHeldOut, PartTuning, PartDialogue, PartDialogueTuning)
 	case c.Ingest != IngestKafka && c.Ingest != IngestRetain:
 		return fmt.Errorf("eval: BenchmarkConfig.Ingest %q is not %s or %s", c.Ingest, IngestKafka, IngestRetain)
 	case !c.SkipIngest && c.Ingest == IngestKafka && deps.Produce == nil:
@@ -369,8 +369,8 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 	}
 	for _, p := range out.Parts {
 		// The bars are the targets of the LongMemEval-shaped parts; the
-		// dialogue part has no cross-lingual questions and no target yet.
-		if p.Part != PartDialogue {
+		// dialogue parts have no cross-lingual questions and no target yet.
+		if p.Part == PartHeldOut || p.Part == PartTuning {
 			p.Bars = QualityBars(p.Main, p.Baselines...)
 		}
 	}
@@ -408,15 +408,28 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 	for _, p := range out.Parts {
 		files = append(files, ChartName(p.Part))
 	}
-	if p := out.Part(PartTuning); p != nil {
-		misses := Misses(d, p.Main, rec, 5)
+	if misses, counts := tunableMisses(d, out.Parts, rec); len(counts) > 0 {
 		if err := writeMisses(filepath.Join(cfg.Dir, MissesFile), misses); err != nil {
 			return nil, err
 		}
-		files = append(files, fmt.Sprintf("%s (%d turn-level misses of the tuning part with their top results)", MissesFile, len(misses)))
+		files = append(files, fmt.Sprintf("%s (turn-level misses with their top results: %s)", MissesFile, strings.Join(counts, ", ")))
 	}
 	fmt.Fprintf(stdout, "\n== wrote %s in %s\n", strings.Join(files, ", "), cfg.Dir)
 	return out, nil
+}
+
+// tunableMisses are the misses of the parts that may be read (Tunable),
+// for one misses file: a miss's bank id says its part. counts says how
+// many each part has.
+func tunableMisses(d *Dataset, parts []*PartOutcome, rec *Recorder) (misses []Miss, counts []string) {
+	for _, p := range parts {
+		if Tunable(p.Part) {
+			m := Misses(d, p.Main, rec, 5)
+			misses = append(misses, m...)
+			counts = append(counts, fmt.Sprintf("%d of the %s part", len(m), p.Part))
+		}
+	}
+	return misses, counts
 }
 
 // onePart keeps the banks, events and questions of one part.
@@ -480,6 +493,9 @@ func partTitle(part string) string {
 	}
 	if part == PartDialogue {
 		return "Dialogue part (two named people, third-person questions; reported, never tuned against)"
+	}
+	if part == PartDialogueTuning {
+		return "Dialogue tuning part (two named people, third-person questions; what dialogue recall work is debugged against)"
 	}
 	return "Tuning part (what recall work is measured and debugged against)"
 }

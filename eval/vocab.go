@@ -11,12 +11,16 @@ import "time"
 //
 // The dialogue part is a third, other shape of data (two named people
 // chatting, questions about either of them in the third person). Like the
-// held-out part it is reported and never tuned against; it is generated
-// only when asked for, so the default parts' files stay what they were.
+// held-out part it is reported and never tuned against. The dialogue-tuning
+// part is its tuning counterpart: the same mechanics with a vocabulary of
+// its own, whose misses are written out like the tuning part's. Both are
+// generated only when asked for, so the default parts' files stay what
+// they were.
 const (
-	PartTuning   = "tuning"
-	PartHeldOut  = "heldout"
-	PartDialogue = "dialogue"
+	PartTuning         = "tuning"
+	PartHeldOut        = "heldout"
+	PartDialogue       = "dialogue"
+	PartDialogueTuning = "dialogue-tuning"
 )
 
 // Parts lists the default parts in report order: what Generate makes when
@@ -24,7 +28,11 @@ const (
 var Parts = []string{PartHeldOut, PartTuning}
 
 // AllParts lists every part in report order.
-var AllParts = []string{PartHeldOut, PartTuning, PartDialogue}
+var AllParts = []string{PartHeldOut, PartTuning, PartDialogue, PartDialogueTuning}
+
+// Tunable reports whether a part may be read question by question: its
+// misses and lost evidence turns are written out.
+func Tunable(part string) bool { return part == PartTuning || part == PartDialogueTuning }
 
 // IsPart reports whether p names a part.
 func IsPart(p string) bool {
