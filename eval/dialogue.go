@@ -261,16 +261,20 @@ func (g *dialogueGen) plant() {
 		}
 		for _, ti := range g.order(len(g.v.events))[:min(k, len(g.v.events))] {
 			t := g.v.events[ti]
-			_, text := splitKey(g.draw(t.pool))
+			key, text := splitKey(g.draw(t.pool))
 			s := g.sessionIn(0, n)
 			phrase, day := g.when(g.starts[s])
+			asked := text
+			if t.askKey {
+				asked = key
+			}
 			say := pick(g.rng, t.say)
 			ev := g.says(s, x, fill(say, "v", text, "w", phrase), true)
 			_, neg := splitKey(g.draw(t.pool))
 			negS := g.sessionIn(0, n, s)
 			negPhrase, _ := g.when(g.starts[negS])
 			g.says(negS, 1-x, fill(say, "v", neg, "w", negPhrase), false)
-			g.ask(TypeTemporalReasoning, x, fill(pick(g.rng, t.ask), "v", text), g.end(),
+			g.ask(TypeTemporalReasoning, x, fill(pick(g.rng, t.ask), "v", asked), g.end(),
 				[]string{day.Format("January 2, 2006"), day.Format("2006-01-02")}, ev)
 		}
 		for _, ti := range g.order(len(g.v.multi))[:min(k, len(g.v.multi))] {

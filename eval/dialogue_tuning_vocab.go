@@ -92,26 +92,35 @@ var dlgtSingle = []dlgFact{
 	},
 }
 
-// dlgtEvents are one-off events; their texts are past tense, as the
-// questions repeat them after the name.
+// dlgtEvents are one-off events. A question names the event by its key,
+// a past-tense paraphrase of what was said, as a person retelling it would.
 var dlgtEvents = []dlgFact{
 	{
-		pool: []string{"chipped a tooth on a cherry stone", "got stung by a wasp", "got locked out of the flat", "cracked a rib at hockey",
-			"fell off a stepladder", "got food poisoning from a kebab", "twisted an ankle at the ice rink"},
-		say: []string{"ugh, I {v} {w}", "so I {v} {w}, don't laugh"},
-		ask: []string{"When was it that {n} {v}?", "On which day had {n} {v}?"},
+		pool: []string{"broke a tooth|chipped a molar on a cherry stone", "got a nasty insect bite|got stung by a wasp",
+			"was stuck outside their home|got locked out of the flat", "got injured playing a sport|cracked a rib at hockey",
+			"had a fall at home|fell off a stepladder", "was sick after a takeaway|got food poisoning from a kebab",
+			"hurt a leg skating|twisted an ankle at the ice rink"},
+		say:    []string{"ugh, I {v} {w}", "so I {v} {w}, don't laugh"},
+		ask:    []string{"When was it that {n} {v}?", "On which day had {n} {v}?"},
+		askKey: true,
 	},
 	{
-		pool: []string{"passed the citizenship test", "ran a half marathon", "signed the lease on a studio", "won the pub quiz",
-			"defended the thesis", "got promoted to team lead", "finished the first quilt"},
-		say: []string{"guess what, I {v} {w}!", "{w} I finally {v}"},
-		ask: []string{"What day did {n} say they {v}?", "Which date was it when {n} {v}?"},
+		pool: []string{"became a citizen|passed the citizenship test", "completed a long-distance race|ran a half marathon",
+			"rented a new place|signed the lease on a studio", "came first at a trivia night|won the pub quiz",
+			"finished the doctorate|defended the thesis", "moved up at work|got promoted to team lead",
+			"completed a sewing project|finished the first quilt"},
+		say:    []string{"guess what, I {v} {w}!", "{w} I finally {v}"},
+		ask:    []string{"What day did {n} say they {v}?", "Which date was it when {n} {v}?"},
+		askKey: true,
 	},
 	{
-		pool: []string{"went to a silent disco", "saw the northern lights", "met a childhood hero at a book signing", "hosted a murder mystery dinner",
-			"had a palm reading at the fair", "sang karaoke in front of the whole department", "tried axe throwing"},
-		say: []string{"{w} I {v}, still buzzing", "not to brag but I {v} {w}"},
-		ask: []string{"On what date did {n} say they {v}?", "When did {n} say they {v}?"},
+		pool: []string{"danced with headphones on|went to a silent disco", "watched the aurora|saw the northern lights",
+			"got an author's autograph|met a childhood hero at a book signing", "threw a themed dinner party|hosted a murder mystery dinner",
+			"had their fortune told|had a palm reading at the fair", "performed a song in front of colleagues|sang karaoke in front of the whole department",
+			"tried a lumberjack sport|tried axe throwing"},
+		say:    []string{"{w} I {v}, still buzzing", "not to brag but I {v} {w}"},
+		ask:    []string{"On what date did {n} say they {v}?", "When did {n} say they {v}?"},
+		askKey: true,
 	},
 }
 

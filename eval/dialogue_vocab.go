@@ -16,6 +16,9 @@ type dlgFact struct {
 	// update are the later statements of a changed state (knowledge
 	// update only): say is then the earlier state.
 	update []string
+	// askKey makes a temporal question name the event by its pool key, a
+	// paraphrase, rather than by what the speaker said.
+	askKey bool
 }
 
 var dlgSpeakerNames = []string{
