@@ -342,6 +342,12 @@ func (s *Store) persistBatch(ctx context.Context, evs []EventRecord) (PersistRes
 		if err := insertChunks(ctx, tx, fresh); err != nil {
 			return err
 		}
+		// Where the first foreign key to an entity would lock it: the
+		// batch takes documents' rows before entities', as a document
+		// delete does, so the two cannot deadlock.
+		if err := followMerges(ctx, tx, fresh); err != nil {
+			return err
+		}
 		if err := countMentions(ctx, tx, collectEntities(fresh)); err != nil {
 			return err
 		}
@@ -373,6 +379,121 @@ func (s *Store) persistBatch(ctx context.Context, evs []EventRecord) (PersistRes
 	s.noteFacts(res.Facts)
 	return res, nil
 }
+
+// qLockEntities takes the batch's entities FOR KEY SHARE, the lock its
+// foreign keys take anyway, and reads where each was merged. A merge holds
+// both its entities FOR UPDATE: the lock waits for a merge in progress and
+// then reads its merged_into, and a merge that comes later waits for the
+// batch to commit and moves its rows.
+const qLockEntities = `SELECT id, merged_into FROM entities WHERE id = ANY($1::uuid[]) ORDER BY id FOR KEY SHARE`
+
+// maxMergeHops bounds how far followMerges follows merged_into; merges
+// repoint earlier ones to their target, so one hop is the rule.
+const maxMergeHops = 8
+
+// followMerges points the batch's entity references (its entities, their
+// aliases, its facts' mentions) at the surviving entity of any merge
+// committed since the batch was resolved. Resolution happens before the
+// transaction, so a merge in between left the batch naming the merged-away
+// entity: its facts, mention counts and aliases landed there, where
+// recall's graph arm and resolve no longer look.
+func followMerges(ctx context.Context, tx pgx.Tx, evs []*EventRecord) error {
+	seen := map[uuid.UUID]bool{}
+	var ids []uuid.UUID
+	add := func(id uuid.UUID) {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	for _, e := range evs {
+		for _, en := range e.Entities {
+			add(en.ID)
+		}
+		for _, f := range e.Facts {
+			for _, id := range f.EntityIDs {
+				add(id)
+			}
+		}
+	}
+	into := map[uuid.UUID]uuid.UUID{}
+	for hop := 0; len(ids) > 0; hop++ {
+		if hop == maxMergeHops {
+			return fmt.Errorf("lock entities: merged_into chains longer than %d", maxMergeHops)
+		}
+		rows, err := tx.Query(ctx, qLockEntities, ids)
+		if err != nil {
+			return fmt.Errorf("lock entities: %w", err)
+		}
+		ids = ids[:0:0]
+		for rows.Next() {
+			var id uuid.UUID
+			var m *uuid.UUID
+			if err := rows.Scan(&id, &m); err != nil {
+				rows.Close()
+				return fmt.Errorf("lock entities: %w", err)
+			}
+			if m != nil {
+				into[id] = *m
+				add(*m) // locked in the next hop, so it cannot be merged away in turn
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("lock entities: %w", err)
+		}
+	}
+	if len(into) == 0 {
+		return nil
+	}
+	survivor := func(id uuid.UUID) uuid.UUID {
+		for range maxMergeHops {
+			next, ok := into[id]
+			if !ok {
+				break
+			}
+			id = next
+		}
+		return id
+	}
+	for _, e := range evs {
+		for i := range e.Entities {
+			e.Entities[i].ID = survivor(e.Entities[i].ID)
+		}
+		for i := range e.Facts {
+			f := &e.Facts[i]
+			if len(f.EntityIDs) == 0 {
+				continue
+			}
+			ents := make([]uuid.UUID, 0, len(f.EntityIDs))
+			for _, id := range f.EntityIDs {
+				if id = survivor(id); !slices.Contains(ents, id) {
+					ents = append(ents, id)
+				}
+			}
+			f.EntityIDs = ents
+		}
+	}
+	// The batch's aliases went in before the transaction (ensureEntities),
+	// on the entity resolved then; a merge that moved the entity's aliases
+	// before they were added left them behind. They follow it now.
+	merged := make([]uuid.UUID, 0, len(into))
+	for id := range into {
+		merged = append(merged, id)
+	}
+	if _, err := tx.Exec(ctx, qDropMergedAliases, merged); err != nil {
+		return fmt.Errorf("aliases of merged entities: %w", err)
+	}
+	if b := collectEntities(evs); len(b.aBank) > 0 {
+		if _, err := tx.Exec(ctx, qInsertAliases, b.aBank, b.aKey, b.aAlias, b.aEnt); err != nil {
+			return fmt.Errorf("aliases of merged entities: %w", err)
+		}
+	}
+	return nil
+}
+
+// qDropMergedAliases deletes what aliases merged-away entities still hold:
+// a merge moves them all to its target, so any left came in after it.
+const qDropMergedAliases = `DELETE FROM entity_aliases WHERE entity_id = ANY($1::uuid[])`
 
 // eventOf is the key of the event the record belongs to.
 func (e *EventRecord) eventOf() string {

@@ -758,3 +758,79 @@ func TestAliasOrderCannotDeadlock(t *testing.T) {
 		t.Fatalf("the batch ensuring aliases k2 then k1: %v", err)
 	}
 }
+
+// TestPersistRacingMerge stores a batch that names an entity while the
+// entity is being merged away (resolved before the merge, persisted during
+// it). Its fact, mentions and aliases must land on the survivor: on the
+// merged-away entity the graph arm and resolve no longer find them. The
+// merge is held on a row lock of one of the source's aliases (its last
+// alias step), with both entities locked, until the batch waits for it.
+func TestPersistRacingMerge(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	src, into := store.DeriveID("b", "entity", "hana"), store.DeriveID("b", "entity", "ivo")
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("d1", "Hana", 1, at), personEvent("d2", "Ivo", 1, at)}); err != nil {
+		t.Fatal(err)
+	}
+	hold, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM entity_aliases WHERE entity_id = $1 FOR UPDATE`, src); err != nil {
+		t.Fatal(err)
+	}
+	merged, stored := make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := st.MergeEntity(ctx, "b", src, into)
+		merged <- err
+	}()
+	waitForBlocked(t, st, hold, `DELETE FROM entity_aliases%`)
+	late := personEvent("d3", "Hana", 1, at.Add(time.Hour)) // resolved to src before the merge
+	late.Entities[0].Aliases = append(late.Entities[0].Aliases, store.AliasRow{Key: "hanna", Alias: "Hanna"})
+	go func() {
+		_, err := st.PersistBatch(ctx, []store.EventRecord{late})
+		stored <- err
+	}()
+	// The batch waits for the merge, which waits for hold.
+	pid := int32(hold.Conn().PgConn().PID())
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var waiting int
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity w, pg_stat_activity m
+			WHERE $1::int = ANY (pg_blocking_pids(m.pid)) AND m.pid = ANY (pg_blocking_pids(w.pid))`, pid).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the batch never waited for the merge")
+		}
+	}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-merged; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-stored; err != nil {
+		t.Fatal(err)
+	}
+	fact := late.Facts[0].ID
+	var linksSrc, linksInto, aliasSrc, aliasInto, deltasSrc int
+	if err := st.Pool().QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM unit_entities WHERE unit_id = $1 AND entity_id = $2),
+			(SELECT count(*) FROM unit_entities WHERE unit_id = $1 AND entity_id = $3),
+			(SELECT count(*) FROM entity_aliases WHERE alias = 'Hanna' AND entity_id = $2),
+			(SELECT count(*) FROM entity_aliases WHERE alias = 'Hanna' AND entity_id = $3),
+			(SELECT count(*) FROM entity_mention_deltas WHERE entity_id = $2)`, fact, src, into).
+		Scan(&linksSrc, &linksInto, &aliasSrc, &aliasInto, &deltasSrc); err != nil {
+		t.Fatal(err)
+	}
+	if linksSrc != 0 || linksInto != 1 || aliasSrc != 0 || aliasInto != 1 || deltasSrc != 0 {
+		t.Fatalf("batch racing the merge: fact on the source %d / survivor %d, alias on the source %d / survivor %d, mention deltas on the source %d; want everything on the survivor",
+			linksSrc, linksInto, aliasSrc, aliasInto, deltasSrc)
+	}
+}
