@@ -474,24 +474,7 @@ func TestDeleteDocumentWaitsForALinkInFlight(t *testing.T) {
 	t.Parallel()
 	st := migrated(t, 4)
 	ctx := context.Background()
-	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
-	ent := store.DeriveID("b", "entity", "finn")
-	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("victim", "Finn", 1, at)}); err != nil {
-		t.Fatal(err)
-	}
-	lane, err := st.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lane.Rollback(ctx)
-	fresh := store.DeriveID("b", "fact", "fresh")
-	if _, err := lane.Exec(ctx, `INSERT INTO memory_units (id, bank_id, fact_type, text, mentioned_at, idempotency_key, document_id)
-		VALUES ($1, 'b', 'world', 'Finn fresh', $2, 'fresh', 'other')`, fresh, at); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lane.Exec(ctx, `INSERT INTO unit_entities (unit_id, entity_id, mentioned_at) VALUES ($1, $2, $3)`, fresh, ent, at); err != nil {
-		t.Fatal(err)
-	}
+	ent, fresh, lane := linkInFlight(t, st, "Finn", "victim", 1)
 	type result struct {
 		res store.DocumentDeletion
 		err error
@@ -513,10 +496,7 @@ func TestDeleteDocumentWaitsForALinkInFlight(t *testing.T) {
 	if r.err != nil || r.res.MemoryUnits != 1 || r.res.EntitiesDeleted != 0 {
 		t.Fatalf("delete: %+v %v; want 1 unit deleted and the entity kept", r.res, r.err)
 	}
-	var linked int
-	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM unit_entities WHERE unit_id = $1 AND entity_id = $2`, fresh, ent).Scan(&linked); err != nil || linked != 1 {
-		t.Fatalf("the new fact's entity link: %d rows (%v), want 1", linked, err)
-	}
+	wantLinked(t, st, fresh, ent)
 }
 
 // TestPersistRacingEntityDelete: the only document naming an entity is
@@ -601,18 +581,7 @@ func TestAddEntityAliasRacingMerge(t *testing.T) {
 	st := migrated(t, 4)
 	ctx := context.Background()
 	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
-	src, into := store.DeriveID("b", "entity", "hana"), store.DeriveID("b", "entity", "ivo")
-	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("d1", "Hana", 1, at), personEvent("d2", "Ivo", 1, at)}); err != nil {
-		t.Fatal(err)
-	}
-	hold, err := st.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Rollback(ctx)
-	if _, err := hold.Exec(ctx, `SELECT 1 FROM entity_aliases WHERE entity_id = $1 FOR UPDATE`, src); err != nil {
-		t.Fatal(err)
-	}
+	src, into, hold := heldMergePair(t, st, at)
 	merged, added := make(chan error, 1), make(chan error, 1)
 	go func() {
 		_, err := st.MergeEntity(ctx, "b", src, into)
@@ -624,27 +593,14 @@ func TestAddEntityAliasRacingMerge(t *testing.T) {
 		added <- err
 	}()
 	// The add waits for the merge, which waits for hold.
-	pid := int32(hold.Conn().PgConn().PID())
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		var waiting int
-		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity w, pg_stat_activity m
-			WHERE $1::int = ANY (pg_blocking_pids(m.pid)) AND m.pid = ANY (pg_blocking_pids(w.pid))`, pid).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the alias add never waited for the merge")
-		}
-	}
+	waitBehindBlocked(t, st, hold, "the alias add never waited for the merge")
 	if err := hold.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-merged; err != nil {
 		t.Fatal(err)
 	}
-	err = <-added
+	err := <-added
 	var onSrc, onInto int
 	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE entity_id = $1), count(*) FILTER (WHERE entity_id = $2)
 		FROM entity_aliases WHERE alias = 'Hanna'`, src, into).Scan(&onSrc, &onInto); err != nil {
@@ -667,24 +623,7 @@ func TestClearMemoriesWaitsForALinkInFlight(t *testing.T) {
 	t.Parallel()
 	st := migrated(t, 4)
 	ctx := context.Background()
-	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
-	ent := store.DeriveID("b", "entity", "jana")
-	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("old", "Jana", 2, at)}); err != nil {
-		t.Fatal(err)
-	}
-	lane, err := st.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lane.Rollback(ctx)
-	fresh := store.DeriveID("b", "fact", "fresh")
-	if _, err := lane.Exec(ctx, `INSERT INTO memory_units (id, bank_id, fact_type, text, mentioned_at, idempotency_key, document_id)
-		VALUES ($1, 'b', 'world', 'Jana fresh', $2, 'fresh', 'other')`, fresh, at); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lane.Exec(ctx, `INSERT INTO unit_entities (unit_id, entity_id, mentioned_at) VALUES ($1, $2, $3)`, fresh, ent, at); err != nil {
-		t.Fatal(err)
-	}
+	ent, fresh, lane := linkInFlight(t, st, "Jana", "old", 2)
 	type result struct {
 		n   int
 		err error
@@ -702,10 +641,7 @@ func TestClearMemoriesWaitsForALinkInFlight(t *testing.T) {
 	if r.err != nil || r.n != 2 {
 		t.Fatalf("clear: %d %v; want the 2 old facts cleared", r.n, r.err)
 	}
-	var linked int
-	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM unit_entities WHERE unit_id = $1 AND entity_id = $2`, fresh, ent).Scan(&linked); err != nil || linked != 1 {
-		t.Fatalf("the new fact's entity link: %d rows (%v), want 1", linked, err)
-	}
+	wantLinked(t, st, fresh, ent)
 }
 
 // TestAliasOrderCannotDeadlock is TestEnqueueOrderCannotDeadlock for new
@@ -770,18 +706,7 @@ func TestPersistRacingMerge(t *testing.T) {
 	st := migrated(t, 4)
 	ctx := context.Background()
 	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
-	src, into := store.DeriveID("b", "entity", "hana"), store.DeriveID("b", "entity", "ivo")
-	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("d1", "Hana", 1, at), personEvent("d2", "Ivo", 1, at)}); err != nil {
-		t.Fatal(err)
-	}
-	hold, err := st.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Rollback(ctx)
-	if _, err := hold.Exec(ctx, `SELECT 1 FROM entity_aliases WHERE entity_id = $1 FOR UPDATE`, src); err != nil {
-		t.Fatal(err)
-	}
+	src, into, hold := heldMergePair(t, st, at)
 	merged, stored := make(chan error, 1), make(chan error, 1)
 	go func() {
 		_, err := st.MergeEntity(ctx, "b", src, into)
@@ -795,20 +720,7 @@ func TestPersistRacingMerge(t *testing.T) {
 		stored <- err
 	}()
 	// The batch waits for the merge, which waits for hold.
-	pid := int32(hold.Conn().PgConn().PID())
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		var waiting int
-		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity w, pg_stat_activity m
-			WHERE $1::int = ANY (pg_blocking_pids(m.pid)) AND m.pid = ANY (pg_blocking_pids(w.pid))`, pid).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the batch never waited for the merge")
-		}
-	}
+	waitBehindBlocked(t, st, hold, "the batch never waited for the merge")
 	if err := hold.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -832,5 +744,85 @@ func TestPersistRacingMerge(t *testing.T) {
 	if linksSrc != 0 || linksInto != 1 || aliasSrc != 0 || aliasInto != 1 || deltasSrc != 0 {
 		t.Fatalf("batch racing the merge: fact on the source %d / survivor %d, alias on the source %d / survivor %d, mention deltas on the source %d; want everything on the survivor",
 			linksSrc, linksInto, aliasSrc, aliasInto, deltasSrc)
+	}
+}
+
+// heldMergePair stores the entities Hana (the merge's source) and Ivo (its
+// target) in bank b and returns them with an open transaction holding a
+// row lock on the source's aliases: a MergeEntity started next stops at
+// its alias delete, with both entities locked, until hold ends.
+func heldMergePair(t *testing.T, st *store.Store, at time.Time) (src, into uuid.UUID, hold pgx.Tx) {
+	t.Helper()
+	ctx := context.Background()
+	src, into = store.DeriveID("b", "entity", "hana"), store.DeriveID("b", "entity", "ivo")
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("d1", "Hana", 1, at), personEvent("d2", "Ivo", 1, at)}); err != nil {
+		t.Fatal(err)
+	}
+	hold, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hold.Rollback(context.Background()) })
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM entity_aliases WHERE entity_id = $1 FOR UPDATE`, src); err != nil {
+		t.Fatal(err)
+	}
+	return src, into, hold
+}
+
+// waitBehindBlocked waits until some statement waits on one that waits on
+// a lock hold has (a call queued behind a held one); what names the first
+// call in the failure.
+func waitBehindBlocked(t *testing.T, st *store.Store, hold pgx.Tx, what string) {
+	t.Helper()
+	pid := int32(hold.Conn().PgConn().PID())
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var waiting int
+		if err := st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity w, pg_stat_activity m
+			WHERE $1::int = ANY (pg_blocking_pids(m.pid)) AND m.pid = ANY (pg_blocking_pids(w.pid))`, pid).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(what)
+		}
+	}
+}
+
+// linkInFlight stores facts facts of a person name in document doc of bank
+// b, then opens a lane's transaction that links a new fact of another
+// document ("fresh") to the person, uncommitted. The caller commits or
+// rolls back lane.
+func linkInFlight(t *testing.T, st *store.Store, name, doc string, facts int) (ent, fresh uuid.UUID, lane pgx.Tx) {
+	t.Helper()
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	ent = store.DeriveID("b", "entity", strings.ToLower(name))
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent(doc, name, facts, at)}); err != nil {
+		t.Fatal(err)
+	}
+	lane, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lane.Rollback(context.Background()) })
+	fresh = store.DeriveID("b", "fact", "fresh")
+	if _, err := lane.Exec(ctx, `INSERT INTO memory_units (id, bank_id, fact_type, text, mentioned_at, idempotency_key, document_id)
+		VALUES ($1, 'b', 'world', $3, $2, 'fresh', 'other')`, fresh, at, name+" fresh"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lane.Exec(ctx, `INSERT INTO unit_entities (unit_id, entity_id, mentioned_at) VALUES ($1, $2, $3)`, fresh, ent, at); err != nil {
+		t.Fatal(err)
+	}
+	return ent, fresh, lane
+}
+
+// wantLinked fails unless fact is linked to entity once.
+func wantLinked(t *testing.T, st *store.Store, fact, entity uuid.UUID) {
+	t.Helper()
+	var linked int
+	if err := st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM unit_entities WHERE unit_id = $1 AND entity_id = $2`, fact, entity).Scan(&linked); err != nil || linked != 1 {
+		t.Fatalf("the new fact's entity link: %d rows (%v), want 1", linked, err)
 	}
 }
