@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -119,25 +118,22 @@ type dlgQuestion struct {
 }
 
 type dialogueGen struct {
-	cfg       GenConfig
-	v         *dialogueVocab
-	id        string
-	rng       *rand.Rand
+	cfg GenConfig
+	v   *dialogueVocab
+	id  string
+	drawer
 	names     [2]string
 	starts    []time.Time
 	plants    [][]*dlgPlant
-	used      map[string]bool
 	questions []dlgQuestion
-	err       error
 }
 
 func newDialogueGen(cfg GenConfig, v *dialogueVocab, start time.Time, i int) *dialogueGen {
 	g := &dialogueGen{
-		cfg:  cfg,
-		v:    v,
-		id:   fmt.Sprintf("%s-en-%03d", v.bankPrefix, i),
-		rng:  rand.New(rand.NewPCG(uint64(cfg.Seed), v.stream|uint64(i))),
-		used: map[string]bool{},
+		cfg:    cfg,
+		v:      v,
+		id:     fmt.Sprintf("%s-en-%03d", v.bankPrefix, i),
+		drawer: drawer{rng: rand.New(rand.NewPCG(uint64(cfg.Seed), v.stream|uint64(i))), used: map[string]bool{}},
 	}
 	g.names[0] = g.draw(v.speakers)
 	g.names[1] = g.draw(v.speakers)
@@ -152,49 +148,6 @@ func newDialogueGen(cfg GenConfig, v *dialogueVocab, start time.Time, i int) *di
 	}
 	g.plants = make([][]*dlgPlant, cfg.SessionsPerBank)
 	return g
-}
-
-// draw takes a value not yet used in the bank, so a distractor never
-// repeats a gold answer.
-func (g *dialogueGen) draw(pool []string) string {
-	var free []string
-	for _, v := range pool {
-		if k, _ := splitKey(v); !g.used[strings.ToLower(k)] {
-			free = append(free, v)
-		}
-	}
-	if len(free) == 0 {
-		if g.err == nil {
-			g.err = fmt.Errorf("value pool exhausted (first value %q)", pool[0])
-		}
-		return pool[0]
-	}
-	v := pick(g.rng, free)
-	k, _ := splitKey(v)
-	g.used[strings.ToLower(k)] = true
-	return v
-}
-
-func (g *dialogueGen) order(n int) []int {
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = i
-	}
-	g.rng.Shuffle(n, func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
-	return idx
-}
-
-func (g *dialogueGen) sessionIn(lo, hi int, avoid ...int) int {
-	var cands []int
-	for i := lo; i < hi; i++ {
-		if !slices.Contains(avoid, i) {
-			cands = append(cands, i)
-		}
-	}
-	if len(cands) == 0 {
-		return lo
-	}
-	return pick(g.rng, cands)
 }
 
 // says plants speaker x's news in session s, with the friend's reaction

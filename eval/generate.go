@@ -274,28 +274,25 @@ type session struct {
 }
 
 type bankGen struct {
-	cfg  GenConfig
-	v    *vocabulary
-	id   string
-	zh   bool
-	rng  *rand.Rand
+	cfg GenConfig
+	v   *vocabulary
+	id  string
+	zh  bool
+	drawer
 	user string
 	// perMessage delivers the bank as one event per message.
 	perMessage bool
 	sessions   []session
-	used       map[string]bool
 	questions  []pendingQuestion
-	err        error
 }
 
 func newBankGen(cfg GenConfig, v *vocabulary, start time.Time, id string, stream uint64, zh bool) *bankGen {
 	g := &bankGen{
-		cfg:  cfg,
-		v:    v,
-		id:   id,
-		zh:   zh,
-		rng:  rand.New(rand.NewPCG(uint64(cfg.Seed), stream)),
-		used: map[string]bool{},
+		cfg:    cfg,
+		v:      v,
+		id:     id,
+		zh:     zh,
+		drawer: drawer{rng: rand.New(rand.NewPCG(uint64(cfg.Seed), stream)), used: map[string]bool{}},
 	}
 	if zh {
 		g.user = pick(g.rng, v.zhUserNames)
@@ -334,9 +331,17 @@ func splitKey(v string) (key, text string) {
 	return v, v
 }
 
+// drawer is the random state both generators draw with: values unique per
+// bank, shuffled template orders, sessions other than the given ones.
+type drawer struct {
+	rng  *rand.Rand
+	used map[string]bool
+	err  error
+}
+
 // draw takes an unused value from pool. Values are unique per bank, so a
 // hard negative can never repeat the gold answer.
-func (g *bankGen) draw(pool []string) string {
+func (g *drawer) draw(pool []string) string {
 	free := make([]string, 0, len(pool))
 	for _, v := range pool {
 		k, _ := splitKey(v)
@@ -357,7 +362,7 @@ func (g *bankGen) draw(pool []string) string {
 }
 
 // order returns the indices 0..n-1 shuffled, to pick distinct templates.
-func (g *bankGen) order(n int) []int {
+func (g *drawer) order(n int) []int {
 	idx := make([]int, n)
 	for i := range idx {
 		idx[i] = i
@@ -368,7 +373,7 @@ func (g *bankGen) order(n int) []int {
 
 // sessionIn picks a session index in [lo, hi) avoiding the given ones, so
 // hard negatives and multi-session parts land in other sessions.
-func (g *bankGen) sessionIn(lo, hi int, avoid ...int) int {
+func (g *drawer) sessionIn(lo, hi int, avoid ...int) int {
 	var cands []int
 	for i := lo; i < hi; i++ {
 		ok := true
