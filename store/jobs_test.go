@@ -256,21 +256,7 @@ func TestJobFailRacingEnqueue(t *testing.T) {
 		done <- result{state, err}
 	}()
 	// FailJob now waits on the uncommitted row's unique-index entry.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var waiting int
-		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE jobs SET%last_error = $4%'`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("FailJob never waited on the concurrent enqueue")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitForBlocked(t, st, tx, `UPDATE jobs SET%`)
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
