@@ -29,8 +29,18 @@ const minTranscriptLines = 2
 // false when content is not a transcript: fewer than two speaker lines,
 // or text before the first one. Timestamps without a zone are UTC.
 func ParseTranscript(content string) ([]Message, bool) {
-	var out []Message
-	speakers, named := 0, false
+	var (
+		out   []Message
+		text  strings.Builder // the last message's content; += would be quadratic in a long one
+		named bool
+	)
+	speakers := 0
+	flush := func() {
+		if len(out) > 0 {
+			out[len(out)-1].Content = text.String()
+			text.Reset()
+		}
+	}
 	for _, line := range strings.Split(strings.ReplaceAll(content, "\r\n", "\n"), "\n") {
 		m := transcriptLine.FindStringSubmatch(line)
 		if m == nil {
@@ -42,23 +52,25 @@ func ParseTranscript(content string) ([]Message, bool) {
 			}
 			// A speaker line may hold only the speaker ("User:"), its text
 			// starting on the next line.
-			if last := &out[len(out)-1]; last.Content == "" {
-				last.Content = strings.TrimSpace(line)
-			} else {
-				last.Content += "\n" + strings.TrimSpace(line)
+			if text.Len() > 0 {
+				text.WriteByte('\n')
 			}
+			text.WriteString(strings.TrimSpace(line))
 			continue
 		}
 		speakers++
 		named = named || m[3] != ""
-		msg := Message{Name: strings.TrimSpace(m[2]), Role: strings.ToLower(m[3] + m[4]), Content: strings.TrimSpace(m[5])}
+		msg := Message{Name: strings.TrimSpace(m[2]), Role: strings.ToLower(m[3] + m[4])}
 		if m[1] != "" {
 			if t, ok := parseTranscriptTime(m[1]); ok {
 				msg.Timestamp = t.Format(time.RFC3339Nano)
 			}
 		}
+		flush()
 		out = append(out, msg)
+		text.WriteString(strings.TrimSpace(m[5]))
 	}
+	flush()
 	if speakers < minTranscriptLines && !(speakers == 1 && named) {
 		return nil, false
 	}
