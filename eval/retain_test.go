@@ -45,3 +45,24 @@ func TestRetainItemOfMessage(t *testing.T) {
 		t.Fatalf("item %+v", it)
 	}
 }
+
+// A retained session keeps its turn indices, which evidence refers to: a
+// turn without text stays a turn, and a line of a message that looks like
+// a bare speaker label stays in the message.
+func TestRetainItemOfKeepsTurns(t *testing.T) {
+	t0 := time.Date(2025, 2, 10, 18, 21, 0, 0, time.UTC)
+	e := Event{BankID: "b", EventID: "eval:b-s01", DocumentID: "b-s01", Messages: []Message{
+		{Role: "user", Name: "Freya", Content: "My sister texted:\nUser: are you coming Sunday?", Timestamp: t0},
+		{Role: "assistant", Name: "Assistant", Content: "", Timestamp: t0.Add(time.Minute)},
+		{Role: "user", Name: "Freya", Content: "Hello?\n\nAnyone?", Timestamp: t0.Add(2 * time.Minute)},
+	}}
+	ms, ok := event.ParseTranscript(RetainItemOf(e).Content)
+	if !ok || len(ms) != len(e.Messages) {
+		t.Fatalf("ParseTranscript: %v %+v", ok, ms)
+	}
+	for i, m := range ms {
+		if m.Role != e.Messages[i].Role || m.Name != e.Messages[i].Name || m.Content != e.Messages[i].Content {
+			t.Errorf("turn %d = %+v, want %+v", i, m, e.Messages[i])
+		}
+	}
+}

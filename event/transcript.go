@@ -20,45 +20,92 @@ var transcriptLine = regexp.MustCompile(`^\s*(?:\[?(\d{4}-\d{2}-\d{2}[T ]\d{1,2}
 // lose its role and keep the speaker label inside the text.
 const minTranscriptLines = 2
 
+// labelForm is how a speaker line is labelled. The transcript's first
+// line sets the form its speaker lines take, so that text inside a
+// message that only looks like a label ("User:" quoted in Ana's message,
+// a log line with a time) does not start a turn.
+type labelForm struct {
+	stamped bool // opened by a timestamp
+	named   bool // "Name (role):", not a bare "role:"
+}
+
+// fits reports whether a line labelled f is a speaker line of a
+// transcript whose first line is labelled t. A timestamp is the stronger
+// mark: when the transcript's lines carry times, any timed label is a
+// turn, named or not; otherwise a label must be named, or bare, as the
+// first one is, and carry no time.
+func (t labelForm) fits(f labelForm) bool {
+	if t.stamped {
+		return f.stamped
+	}
+	return !f.stamped && f.named == t.named
+}
+
 // ParseTranscript reads content that is a chat transcript — lines of
 // "Name (role): text" (or "User: …", "Assistant: …"), each optionally
 // opened by a timestamp — into messages, so that a transcript retained
 // over HTTP is ingested as a conversation (who said what, and answers
-// beside what they answer) instead of one long user message. Lines that
-// are not speaker lines continue the message before them. It returns
-// false when content is not a transcript: fewer than two speaker lines,
-// or text before the first one. Timestamps without a zone are UTC.
+// beside what they answer) instead of one long user message.
+//
+// Message i is the transcript's turn i: a speaker line without text is
+// kept as an empty message, since evidence and a fact's message_index
+// count turns as the source does (the pipeline extracts nothing from an
+// empty message, as on Kafka). A line that is not a speaker line
+// continues the message before it, blank lines inside a message kept. A
+// label in a form the transcript does not use (see labelForm) is a speaker
+// line only after a blank line; glued to the text above it, it is text.
+//
+// It returns false when content is not a transcript: fewer than two
+// speaker lines (but for one named line), or text before the first one.
+// Timestamps without a zone are UTC.
 func ParseTranscript(content string) ([]Message, bool) {
+	ms, _, ok := parseTranscript(content)
+	return ms, ok
+}
+
+// parseTranscript is ParseTranscript that also returns, for each message,
+// the index of the line that opened it, which the fuzz test checks.
+func parseTranscript(content string) ([]Message, []int, bool) {
 	var (
-		out   []Message
-		text  strings.Builder // the last message's content; += would be quadratic in a long one
-		named bool
+		out    []Message
+		starts []int
+		form   labelForm
+		named  bool
+		text   strings.Builder // the last message's content; += would be quadratic in a long one
+		blanks int             // blank lines since the last line with text
 	)
-	speakers := 0
 	flush := func() {
 		if len(out) > 0 {
 			out[len(out)-1].Content = text.String()
 			text.Reset()
 		}
 	}
-	for _, line := range strings.Split(strings.ReplaceAll(content, "\r\n", "\n"), "\n") {
+	for i, line := range strings.Split(strings.ReplaceAll(content, "\r\n", "\n"), "\n") {
+		if strings.TrimSpace(line) == "" {
+			blanks++
+			continue
+		}
 		m := transcriptLine.FindStringSubmatch(line)
+		if m != nil && len(out) > 0 && blanks == 0 && !form.fits(labelForm{stamped: m[1] != "", named: m[3] != ""}) {
+			m = nil
+		}
 		if m == nil {
-			if strings.TrimSpace(line) == "" {
-				continue
-			}
 			if len(out) == 0 {
-				return nil, false
+				return nil, nil, false
 			}
 			// A speaker line may hold only the speaker ("User:"), its text
 			// starting on the next line.
 			if text.Len() > 0 {
-				text.WriteByte('\n')
+				text.WriteString(strings.Repeat("\n", blanks+1))
 			}
 			text.WriteString(strings.TrimSpace(line))
+			blanks = 0
 			continue
 		}
-		speakers++
+		blanks = 0
+		if len(out) == 0 {
+			form = labelForm{stamped: m[1] != "", named: m[3] != ""}
+		}
 		named = named || m[3] != ""
 		msg := Message{Name: strings.TrimSpace(m[2]), Role: strings.ToLower(m[3] + m[4])}
 		if m[1] != "" {
@@ -68,19 +115,14 @@ func ParseTranscript(content string) ([]Message, bool) {
 		}
 		flush()
 		out = append(out, msg)
+		starts = append(starts, i)
 		text.WriteString(strings.TrimSpace(m[5]))
 	}
 	flush()
-	if speakers < minTranscriptLines && !(speakers == 1 && named) {
-		return nil, false
+	if len(out) < minTranscriptLines && !(len(out) == 1 && named) {
+		return nil, nil, false
 	}
-	kept := out[:0]
-	for _, m := range out {
-		if m.Content != "" {
-			kept = append(kept, m)
-		}
-	}
-	return kept, len(kept) > 0
+	return out, starts, true
 }
 
 func parseTranscriptTime(s string) (time.Time, bool) {
