@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/store"
 )
 
@@ -547,27 +548,10 @@ func TestPersistRacingEntityDelete(t *testing.T) {
 	}
 }
 
-// waitForBlocked waits until a statement matching the LIKE pattern query
-// waits on a lock that the transaction tx holds (so that parallel tests'
-// waits do not count).
+// waitForBlocked is pgtest.WaitForBlocked on the store's pool.
 func waitForBlocked(t *testing.T, st *store.Store, tx pgx.Tx, query string) {
 	t.Helper()
-	pid := tx.Conn().PgConn().PID()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var waiting int
-		if err := st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE $1::int = ANY (pg_blocking_pids(pid)) AND query LIKE $2`, int32(pid), query).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no statement like %q waited on a lock", query)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	pgtest.WaitForBlocked(t, st.Pool(), tx, query)
 }
 
 // TestAddEntityAliasRacingMerge adds an alias to an entity while it is
