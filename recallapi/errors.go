@@ -61,8 +61,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	var rqe *recall.RequestError
 	var fqe *reflect.RequestError
+	var bnf store.BankNotFoundError
 	switch {
 	case errors.As(err, &ae):
+	case errors.As(err, &bnf):
+		// A write whose bank was deleted under it: the delete won.
+		ae = notFound("bank " + bnf.BankID + " does not exist")
 	case errors.Is(err, store.ErrNotFound):
 		ae = notFound("not found")
 	case errors.Is(err, store.ErrConflict):

@@ -165,7 +165,7 @@ func (s *Store) AddBankAlias(ctx context.Context, bankID, alias string, primary 
 			return fmt.Errorf("%w: alias is a bank id", ErrConflict)
 		}
 		if _, err := tx.Exec(ctx, qAliasInsert, alias, bankID, primary); err != nil {
-			return translate(err)
+			return translateIn(bankID, err)
 		}
 		if primary {
 			_, err := tx.Exec(ctx, qAliasUnprimary, bankID, alias)

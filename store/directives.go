@@ -56,7 +56,8 @@ func scanDirective(r scanner, extra ...any) (Directive, error) {
 	return d, err
 }
 
-// CreateDirective stores a new directive, creating the bank if needed.
+// CreateDirective stores a new directive, creating the bank if needed. A
+// bank deleted between the two is a BankNotFoundError (the delete won).
 func (s *Store) CreateDirective(ctx context.Context, d Directive) (Directive, error) {
 	if err := s.EnsureBank(ctx, d.BankID); err != nil {
 		return d, err
@@ -66,7 +67,7 @@ func (s *Store) CreateDirective(ctx context.Context, d Directive) (Directive, er
 	}
 	out, err := scanDirective(s.pool.QueryRow(ctx, qDirectiveInsert, d.ID, d.BankID, d.Name, d.Content, d.Priority, d.IsActive, d.Tags))
 	if err != nil {
-		return out, fmt.Errorf("create directive bank %s: %w", d.BankID, translate(err))
+		return out, fmt.Errorf("create directive bank %s: %w", d.BankID, translateIn(d.BankID, err))
 	}
 	return out, nil
 }

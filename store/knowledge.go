@@ -56,7 +56,8 @@ func scanKn(r scanner) (KnowledgeNode, error) {
 }
 
 // CreateKnowledgeNode stores a folder or page; the parent must be a folder
-// of the same bank.
+// of the same bank. A bank, or a page's mental model, deleted while the
+// node is created is ErrNotFound (a BankNotFoundError for the bank).
 func (s *Store) CreateKnowledgeNode(ctx context.Context, n KnowledgeNode) (KnowledgeNode, error) {
 	var out KnowledgeNode
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
@@ -67,7 +68,7 @@ func (s *Store) CreateKnowledgeNode(ctx context.Context, n KnowledgeNode) (Knowl
 		}
 		var err error
 		out, err = scanKn(tx.QueryRow(ctx, qKnInsert, n.ID, n.BankID, n.Kind, n.Name, n.ParentID, n.MentalModelID))
-		return translate(err)
+		return translateIn(n.BankID, err)
 	})
 	if err != nil {
 		return out, fmt.Errorf("create knowledge node bank %s: %w", n.BankID, err)

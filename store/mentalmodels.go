@@ -101,7 +101,8 @@ func (s *Store) GetMentalModel(ctx context.Context, bankID string, id uuid.UUID)
 
 // CreateMentalModel stores a new mental model under m.ID, or a fresh id
 // when m.ID is zero (a caller's id is Hindsight's `id` on create). A second
-// model with the same name in the bank, or an id taken, is ErrConflict.
+// model with the same name in the bank, or an id taken, is ErrConflict; a
+// bank deleted while the model is created is a BankNotFoundError.
 func (s *Store) CreateMentalModel(ctx context.Context, m MentalModel) (MentalModel, error) {
 	tags := m.Tags
 	if tags == nil {
@@ -119,7 +120,7 @@ func (s *Store) CreateMentalModel(ctx context.Context, m MentalModel) (MentalMod
 		var err error
 		out, err = scanMentalModel(tx.QueryRow(ctx, qMentalModelInsert, id, m.BankID, m.Name, m.SourceQuery,
 			m.Content, tags, int32(m.MaxTokens)))
-		return translate(err)
+		return translateIn(m.BankID, err)
 	})
 	if err != nil {
 		return out, fmt.Errorf("create mental model %s/%s: %w", m.BankID, m.Name, err)

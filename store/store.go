@@ -270,6 +270,49 @@ type conflictError struct{ pg *pgconn.PgError }
 func (e conflictError) Error() string   { return ErrConflict.Error() + ": " + e.pg.ConstraintName }
 func (e conflictError) Unwrap() []error { return []error{ErrConflict, e.pg} }
 
+// BankNotFoundError is ErrNotFound for a bank: a write into a bank that
+// does not exist, typically one deleted while the write ran (its foreign
+// key to banks failed). It names the bank, so an API answer can, and
+// keeps the PostgreSQL error beneath for the classifiers.
+type BankNotFoundError struct {
+	BankID string
+	pg     *pgconn.PgError
+}
+
+func (e BankNotFoundError) Error() string { return "bank " + e.BankID + " does not exist" }
+
+// Unwrap is ErrNotFound, and the PostgreSQL error when there is one.
+func (e BankNotFoundError) Unwrap() []error {
+	if e.pg == nil {
+		return []error{ErrNotFound}
+	}
+	return []error{ErrNotFound, e.pg}
+}
+
+// parentGoneError is ErrNotFound for a write whose parent row other than
+// the bank (a document, entity, mental model, folder, webhook) was deleted
+// while it ran, naming the foreign key.
+type parentGoneError struct{ pg *pgconn.PgError }
+
+func (e parentGoneError) Error() string   { return ErrNotFound.Error() + ": " + e.pg.ConstraintName }
+func (e parentGoneError) Unwrap() []error { return []error{ErrNotFound, e.pg} }
+
+// translateIn is translate for a write into bank. A foreign-key violation
+// there (23503) means a parent was deleted between the write's checks and
+// its insert, so the client is told the parent is gone: a BankNotFoundError
+// for the bank's own key (constraint <table>_bank_id_fkey), ErrNotFound for
+// another parent. Untranslated it was an internal error, a 500.
+func translateIn(bank string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23503" {
+		if strings.HasSuffix(pgErr.ConstraintName, "_bank_id_fkey") {
+			return BankNotFoundError{BankID: bank, pg: pgErr}
+		}
+		return parentGoneError{pgErr}
+	}
+	return translate(err)
+}
+
 // IsTransient reports whether an error of a store call is worth retrying
 // as is: connection loss, server shutdown, serialization failures and
 // deadlocks. Data errors (constraint or type violations) are not. It is

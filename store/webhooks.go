@@ -119,14 +119,15 @@ const (
 		ORDER BY d.created_at DESC, d.id LIMIT $4`
 )
 
-// CreateWebhook stores a webhook, creating the bank if needed.
+// CreateWebhook stores a webhook, creating the bank if needed. A bank
+// deleted between the two is a BankNotFoundError (the delete won).
 func (s *Store) CreateWebhook(ctx context.Context, w Webhook) (Webhook, error) {
 	if err := s.EnsureBank(ctx, w.BankID); err != nil {
 		return w, err
 	}
 	out, err := scanWebhook(s.pool.QueryRow(ctx, qWebhookInsert, w.ID, w.BankID, w.URL, w.Secret, w.EventTypes, w.Enabled, w.HTTPConfig))
 	if err != nil {
-		return out, fmt.Errorf("create webhook bank %s: %w", w.BankID, translate(err))
+		return out, fmt.Errorf("create webhook bank %s: %w", w.BankID, translateIn(w.BankID, err))
 	}
 	return out, nil
 }
