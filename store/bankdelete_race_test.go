@@ -85,3 +85,62 @@ func TestKnowledgePageRacingModelDelete(t *testing.T) {
 	}
 }
 
+// TestWebhookEventsRacingWebhookDelete queues a webhook event (directly,
+// as an operation's finish, and as a defense announcement) while one of
+// the bank's two webhooks is being deleted: the deleted one is skipped and
+// the other gets its delivery. Before, the delivery's foreign key failed
+// once the delete committed, and nothing was queued (the operation's
+// finish failed with it).
+func TestWebhookEventsRacingWebhookDelete(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	types := []string{"retain.completed", store.DefenseEventType}
+	hook := func() uuid.UUID {
+		h, err := st.CreateWebhook(ctx, store.Webhook{ID: uuid.New(), BankID: "b", URL: "http://x.invalid/", EventTypes: types,
+			Enabled: true, HTTPConfig: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.ID
+	}
+	for name, call := range map[string]func() error{
+		"queue": func() error {
+			return st.QueueWebhookEvent(ctx, store.WebhookEvent{ID: uuid.New(), BankID: "b", Type: "retain.completed", Payload: "{}"})
+		},
+		"finish operation": func() error {
+			op, _, err := st.CreateOperation(ctx, store.Operation{ID: uuid.New(), BankID: "b", Kind: "retain"})
+			if err != nil {
+				return err
+			}
+			changed, err := st.FinishOperationAnnounced(ctx, op.ID, "completed", "", nil,
+				store.WebhookEvent{ID: uuid.New(), BankID: "b", Type: "retain.completed", Payload: "{}"})
+			if err == nil && !changed {
+				err = errors.New("the operation was not finished")
+			}
+			return err
+		},
+		"defense announcement": func() error {
+			return st.RecordAudit(ctx, "b", "blocked-"+uuid.NewString(), []store.AuditRow{{Label: "credit_card", Action: "block", Fingerprint: "f"}})
+		},
+	} {
+		doomed, kept := hook(), hook()
+		var before int
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE webhook_id = $1`, kept).Scan(&before); err != nil {
+			t.Fatal(err)
+		}
+		err := pgtest.HeldDelete(t, st.Pool(), `SELECT 1 FROM webhooks WHERE id = $1::uuid FOR UPDATE`, `DELETE FROM webhooks WHERE id = $1::uuid`,
+			doomed.String(), `INSERT INTO webhook_deliveries%`, call)
+		if err != nil {
+			t.Errorf("%s while a webhook is deleted: %v", name, err)
+			continue
+		}
+		var after int
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE webhook_id = $1`, kept).Scan(&after); err != nil {
+			t.Fatal(err)
+		}
+		if after != before+1 {
+			t.Errorf("%s: the other webhook got %d deliveries, want 1", name, after-before)
+		}
+	}
+}

@@ -20,11 +20,14 @@ const DefenseEventType = "memory_defense.triggered"
 // qDefenseAnnounce queues one delivery per event and subscribed webhook.
 // The event id derives from the bank and event key, so an event announced
 // again (a replay, a retried retain, a blocked record seen twice before its
-// dead letter was acknowledged) queues nothing more.
+// dead letter was acknowledged) queues nothing more. A webhook being
+// deleted is waited for and skipped (as in qDeliveryQueue), rather than
+// failing the whole persist on its foreign key.
 const qDefenseAnnounce = `INSERT INTO webhook_deliveries (id, webhook_id, bank_id, event_id, event_type, payload)
 	SELECT gen_random_uuid(), w.id, w.bank_id, x.ev, $4, x.payload
 	FROM unnest($1::text[], $2::uuid[], $3::text[]) AS x(bank, ev, payload)
 	JOIN webhooks w ON w.bank_id = x.bank AND w.enabled AND $4 = ANY (w.event_types)
+	FOR KEY SHARE OF w
 	ON CONFLICT (webhook_id, event_id) DO NOTHING`
 
 // DefenseEventID is the webhook event id of the defense decision on one

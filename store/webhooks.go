@@ -84,9 +84,15 @@ const (
 			enabled = COALESCE($6, enabled), http_config = COALESCE($7, http_config), updated_at = now()
 		WHERE bank_id = $1 AND id = $2 RETURNING ` + webhookCols
 	qWebhookDelete = `DELETE FROM webhooks WHERE bank_id = $1 AND id = $2`
+	// The key-share lock waits for a delete of a webhook (or its bank) in
+	// progress and then skips the webhook; without it the delivery's
+	// foreign key failed once the delete committed, and the event was
+	// queued for none of the bank's webhooks (an operation's finish failed
+	// with it).
 	qDeliveryQueue = `INSERT INTO webhook_deliveries (id, webhook_id, bank_id, event_id, event_type, payload)
 		SELECT gen_random_uuid(), w.id, w.bank_id, $2, $3, $4 FROM webhooks w
 		WHERE w.bank_id = $1 AND w.enabled AND $3 = ANY (w.event_types)
+		FOR KEY SHARE OF w
 		ON CONFLICT (webhook_id, event_id) DO NOTHING`
 	// A claimed delivery is leased for its webhook's timeout and half a
 	// minute more: a sender that dies mid-delivery leaves it to be sent
