@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -142,5 +143,34 @@ func TestWebhookEventsRacingWebhookDelete(t *testing.T) {
 		if after != before+1 {
 			t.Errorf("%s: the other webhook got %d deliveries, want 1", name, after-before)
 		}
+	}
+}
+
+// TestMergeRacingFactDelete merges an entity while one of its facts is
+// being deleted (a memory clear, an observation clear, consolidation
+// replacing an observation): the merge succeeds and moves the facts that
+// are left. Before, its copy of the deleted fact's link failed the foreign
+// key once the delete committed (23503 on unit_entities_unit_id_fkey, a 500).
+func TestMergeRacingFactDelete(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	src, into := store.DeriveID("b", "entity", "hana"), store.DeriveID("b", "entity", "ivo")
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("d1", "Hana", 3, at), personEvent("d2", "Ivo", 1, at)}); err != nil {
+		t.Fatal(err)
+	}
+	doomed := store.DeriveID("b", "fact", "d1-0")
+	err := pgtest.HeldDelete(t, st.Pool(), `SELECT 1 FROM memory_units WHERE id = $1::uuid FOR UPDATE`, `DELETE FROM memory_units WHERE id = $1::uuid`,
+		doomed.String(), `INSERT INTO unit_entities%`, func() error {
+			_, err := st.MergeEntity(ctx, "b", src, into)
+			return err
+		})
+	if err != nil {
+		t.Fatalf("merge while a fact of the entity is deleted: %v", err)
+	}
+	var moved int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM unit_entities WHERE entity_id = $1`, into).Scan(&moved); err != nil || moved != 3 {
+		t.Fatalf("the survivor has %d facts (%v), want 3 (its own and Hana's two left)", moved, err)
 	}
 }

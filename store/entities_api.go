@@ -75,9 +75,14 @@ const (
 			first_seen = LEAST(t.first_seen, s.first_seen), last_seen = GREATEST(t.last_seen, s.last_seen)
 		FROM entities s WHERE s.id = $1 AND t.id = $2`
 	// Moved rows keep their mention time and ingest order: the orders
-	// co-mention links and the graph arm read.
+	// co-mention links and the graph arm read. The key-share lock on the
+	// facts waits for a delete of one in progress (a memory or observation
+	// clear, consolidation replacing an observation) and then skips it;
+	// without it the moved row failed its foreign key once the delete
+	// committed, and the merge with it.
 	qEntityMergeUnits = `INSERT INTO unit_entities (unit_id, entity_id, mentioned_at, seq)
-		SELECT unit_id, $2, mentioned_at, seq FROM unit_entities WHERE entity_id = $1 ON CONFLICT DO NOTHING`
+		SELECT ue.unit_id, $2, ue.mentioned_at, ue.seq FROM unit_entities ue JOIN memory_units m ON m.id = ue.unit_id
+		WHERE ue.entity_id = $1 FOR KEY SHARE OF m ON CONFLICT DO NOTHING`
 	qEntityDropUnits    = `DELETE FROM unit_entities WHERE entity_id = $1`
 	qEntityMergeAliases = `INSERT INTO entity_aliases (bank_id, alias_key, alias, entity_id)
 		SELECT bank_id, alias_key, alias, $2 FROM entity_aliases WHERE entity_id = $1 ON CONFLICT DO NOTHING`
