@@ -34,10 +34,9 @@ const localBatchTokens = 512
 // products in Go, with the products in vectorised C when cgo is on. It loads
 // about 100 MB of weights once and is safe for concurrent use.
 type Local struct {
+	passSlots
 	m        *useModel
 	prefixes Prefixes
-	docs     *priority.Gate // slots for document batches, live ones first
-	all      chan struct{}  // slots for any batch
 	pool     sync.Pool
 	dir      string
 }
@@ -53,11 +52,7 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embed: load %s from %s: %w", LocalModelName, dir, err)
 	}
-	threads := cfg.Threads
-	if threads <= 0 {
-		threads = runtime.GOMAXPROCS(0)
-	}
-	l := &Local{m: m, prefixes: cfg.Prefixes, dir: dir, docs: documentGate(threads), all: make(chan struct{}, threads)}
+	l := &Local{passSlots: newPassSlots(cfg.Threads), m: m, prefixes: cfg.Prefixes, dir: dir}
 	l.pool.New = func() any { return new(useScratch) }
 	return l, nil
 }
@@ -112,6 +107,22 @@ func (l *Local) embed(ctx context.Context, kind Kind, texts []string) ([][]float
 	return out, nil
 }
 
+// passSlots bounds a model's concurrent forward passes: all of them (all)
+// and, within those, the document passes (docs).
+type passSlots struct {
+	docs *priority.Gate // slots for document batches, live ones first
+	all  chan struct{}  // slots for any batch
+}
+
+// newPassSlots sizes the slots for threads concurrent passes; 0 means
+// GOMAXPROCS.
+func newPassSlots(threads int) passSlots {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	return passSlots{docs: documentGate(threads), all: make(chan struct{}, threads)}
+}
+
 // documentGate holds the document passes: all slots but one (which is
 // the queries'), and among documents the live ones (ingest) before the
 // background ones (consolidation), by the context's priority class.
@@ -130,7 +141,7 @@ func documentGate(threads int) *priority.Gate {
 // pass is short (a few milliseconds), so slots are taken per pass, not per
 // call: a query waits for at most one pass of a long document batch, and a
 // live document batch for at most one pass of a consolidation's.
-func (l *Local) acquire(ctx context.Context, kind Kind) (func(), error) {
+func (l *passSlots) acquire(ctx context.Context, kind Kind) (func(), error) {
 	releaseDoc := func() {}
 	if kind == Document {
 		rel, err := l.docs.Acquire(ctx)

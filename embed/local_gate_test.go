@@ -13,7 +13,7 @@ import (
 // one, and a query never waits for the document slot.
 func TestDocumentPassesLiveFirst(t *testing.T) {
 	t.Parallel()
-	l := &Local{docs: documentGate(2), all: make(chan struct{}, 2)}
+	l := &Local{passSlots: newPassSlots(2)}
 	bg := priority.WithClass(context.Background(), priority.Background)
 	hold, err := l.acquire(bg, Document)
 	if err != nil {

@@ -185,7 +185,7 @@ func BenchmarkLocalQuery(b *testing.B) {
 // concurrent callers leave every slot free.
 func TestLocalSlots(t *testing.T) {
 	t.Parallel()
-	l := &Local{docs: documentGate(2), all: make(chan struct{}, 2)}
+	l := &Local{passSlots: newPassSlots(2)}
 	ctx := context.Background()
 	relDoc, err := l.acquire(ctx, Document)
 	if err != nil {
@@ -212,7 +212,7 @@ func TestLocalSlots(t *testing.T) {
 	// Its own slots over the shared weights: other tests use the shared
 	// model's slots at the same time.
 	shared := newLocalModel(t)
-	m := &Local{m: shared.m, docs: documentGate(2), all: make(chan struct{}, 2)}
+	m := &Local{passSlots: newPassSlots(2), m: shared.m}
 	m.pool.New = func() any { return new(useScratch) }
 	var wg sync.WaitGroup
 	for i := range 4 {

@@ -7,6 +7,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // The local model: Google's Universal Sentence Encoder, multilingual, version
@@ -48,18 +49,24 @@ var useOrders = [3]struct{ n, left int }{{2, 0}, {3, 1}, {5, 2}}
 const InstallCommand = "make deps (or scripts/install-model.sh)"
 
 // FindModelDir returns the directory holding the local model's files: dir
-// if it is not empty, else $MEMSTREAM_MODEL_DIR, else
+// if it is not empty, else $MEMSTREAM_MODEL_DIR/use-multilingual-v3, else
 // $XDG_DATA_HOME/memstream/models/use-multilingual-v3 (default
 // ~/.local/share/...), else /usr/local/share/memstream/models/.... The error
 // names the command that installs the model.
 func FindModelDir(dir string) (string, error) {
+	return findModelDir(dir, LocalModelName, useTokenizerFile, useWeightsFile)
+}
+
+// findModelDir looks for the directory of the model name holding files, as
+// [FindModelDir] describes.
+func findModelDir(dir, name string, files ...string) (string, error) {
 	var tried []string
 	try := func(d string) bool {
 		if d == "" {
 			return false
 		}
 		tried = append(tried, d)
-		for _, f := range []string{useTokenizerFile, useWeightsFile} {
+		for _, f := range files {
 			if st, err := os.Stat(filepath.Join(d, f)); err != nil || !st.Mode().IsRegular() {
 				return false
 			}
@@ -70,22 +77,22 @@ func FindModelDir(dir string) (string, error) {
 		if try(dir) {
 			return dir, nil
 		}
-		return "", fmt.Errorf("embed.model_dir: the local model %s is not in %s (want %s and %s); install it with %s",
-			LocalModelName, dir, useTokenizerFile, useWeightsFile, InstallCommand)
+		return "", fmt.Errorf("embed.model_dir: the local model %s is not in %s (want %s); install it with %s",
+			name, dir, strings.Join(files, " and "), InstallCommand)
 	}
-	for _, d := range defaultModelDirs() {
+	for _, d := range defaultModelDirs(name) {
 		if try(d) {
 			return d, nil
 		}
 	}
 	return "", fmt.Errorf("embed.provider local: the model %s is not installed (looked in %v); install it with %s, or set embed.provider: hash",
-		LocalModelName, tried, InstallCommand)
+		name, tried, InstallCommand)
 }
 
-func defaultModelDirs() []string {
+func defaultModelDirs(name string) []string {
 	var ds []string
 	if d := os.Getenv("MEMSTREAM_MODEL_DIR"); d != "" {
-		ds = append(ds, filepath.Join(d, LocalModelName))
+		ds = append(ds, filepath.Join(d, name))
 	}
 	data := os.Getenv("XDG_DATA_HOME")
 	if data == "" {
@@ -102,9 +109,9 @@ func defaultModelDirs() []string {
 		}
 	}
 	if data != "" {
-		ds = append(ds, filepath.Join(data, "memstream", "models", LocalModelName))
+		ds = append(ds, filepath.Join(data, "memstream", "models", name))
 	}
-	return append(ds, filepath.Join("/usr/local/share/memstream/models", LocalModelName))
+	return append(ds, filepath.Join("/usr/local/share/memstream/models", name))
 }
 
 // useModel holds the weights. It is read-only after loading, so any number
