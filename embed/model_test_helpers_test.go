@@ -20,3 +20,16 @@ func testModelDir(t testing.TB) string {
 	}
 	return dir
 }
+
+// testMiniLMDir is testModelDir for the MiniLM model.
+func testMiniLMDir(t testing.TB) string {
+	t.Helper()
+	dir, err := FindMiniLMDir("")
+	if err != nil {
+		if os.Getenv("MEMSTREAM_REQUIRE_MODEL") == "1" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return dir
+}
