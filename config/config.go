@@ -222,13 +222,18 @@ type LLM struct {
 
 // Embed configures the embedding provider.
 type Embed struct {
-	// Provider is local (the in-process multilingual model), hash (hashed
-	// n-grams, for tests) or openai (an OpenAI-compatible server).
+	// Provider is local (the in-process models), hash (hashed n-grams, for
+	// tests) or openai (an OpenAI-compatible server).
 	Provider string `yaml:"provider"`
-	// BaseURL, APIKey and Model address the openai provider.
+	// BaseURL is the openai provider's server.
 	BaseURL string `yaml:"base_url"`
-	APIKey  string `yaml:"api_key"`
-	Model   string `yaml:"model"`
+	// APIKey is the openai provider's key.
+	APIKey string `yaml:"api_key"`
+	// Model names the model: for openai the server's model name, for local
+	// use-multilingual-v3+all-minilm-l6-v2 (896 dimensions) or
+	// use-multilingual-v3 (512); empty means the provider's default, those
+	// named first here and text-embedding-3-small for openai.
+	Model string `yaml:"model"`
 	// Dim is the vector size; a database keeps the one it was made with.
 	Dim int `yaml:"dim"`
 	// BatchSize is how many texts one embedding request carries.
@@ -240,8 +245,9 @@ type Embed struct {
 	// instruction prefixes, none for hash and openai.
 	QueryPrefix    string `yaml:"query_prefix"`
 	DocumentPrefix string `yaml:"document_prefix"`
-	// ModelDir is where the local model's files are; empty means the
-	// directory scripts/install-model.sh installs into.
+	// ModelDir is where the local models' files are: a directory holding
+	// use-multilingual-v3/ and all-minilm-l6-v2/, or one model's own files;
+	// empty means the directory scripts/install-model.sh installs into.
 	ModelDir string `yaml:"model_dir"`
 	// Threads bounds the local model's concurrent forward passes; 0 means
 	// one per CPU.
@@ -251,9 +257,37 @@ type Embed struct {
 	SendInputType bool `yaml:"send_input_type"`
 }
 
-// LocalModelDim is the vector size of the local embedding model
-// (embed.LocalDim; a test in cmd/memstream keeps the two equal).
-const LocalModelDim = 512
+// DefaultLocalModel is the local provider's default model: the
+// multilingual USE and the English all-MiniLM-L6-v2 side by side, one
+// vector made of both (package embed, Concat).
+const DefaultLocalModel = "use-multilingual-v3+all-minilm-l6-v2"
+
+// LocalModelDim is the vector size of DefaultLocalModel.
+const LocalModelDim = 896
+
+// DefaultOpenAIModel is the openai provider's default model.
+const DefaultOpenAIModel = "text-embedding-3-small"
+
+// LocalModels maps each model the local provider runs to its vector size
+// (package embed's tests keep the two tables equal).
+var LocalModels = map[string]int{
+	DefaultLocalModel:     LocalModelDim,
+	"use-multilingual-v3": 512,
+}
+
+// ModelName is the model e names once defaults are applied: Model, or the
+// provider's default ("hash" for hash).
+func (e Embed) ModelName() string {
+	switch {
+	case e.Provider == "hash":
+		return "hash"
+	case e.Model != "":
+		return e.Model
+	case e.Provider == "local":
+		return DefaultLocalModel
+	}
+	return DefaultOpenAIModel
+}
 
 // PrefixAuto is the value of embed.query_prefix and embed.document_prefix
 // that selects the provider's own default.
@@ -408,7 +442,7 @@ func Default() Config {
 			TraceRetention:  7 * 24 * time.Hour,
 			TraceMaxPerBank: 10000,
 		},
-		Embed: Embed{Provider: "local", Model: "text-embedding-3-small", Dim: LocalModelDim, BatchSize: 128, CacheSize: 50000,
+		Embed: Embed{Provider: "local", Dim: LocalModelDim, BatchSize: 128, CacheSize: 50000,
 			QueryPrefix: PrefixAuto, DocumentPrefix: PrefixAuto},
 		Rerank: Rerank{Provider: "none", Timeout: 5 * time.Second},
 		Pipeline: Pipeline{
@@ -605,8 +639,13 @@ func (c *Config) Validate() error {
 	switch {
 	case c.Embed.Dim < 8 || c.Embed.Dim > 4000:
 		add(fieldErr("embed.dim", "must be between 8 and 4000, got %d", c.Embed.Dim))
-	case c.Embed.Provider == "local" && c.Embed.Dim != LocalModelDim:
-		add(fieldErr("embed.dim", "the local model makes %d dimensions, got %d", LocalModelDim, c.Embed.Dim))
+	case c.Embed.Provider == "local":
+		name := c.Embed.ModelName()
+		if want, ok := LocalModels[name]; !ok {
+			add(fieldErr("embed.model", "the local provider runs %s or use-multilingual-v3, got %q", DefaultLocalModel, name))
+		} else if c.Embed.Dim != want {
+			add(fieldErr("embed.dim", "the local model %s makes %d dimensions, got %d", name, want, c.Embed.Dim))
+		}
 	}
 	if c.Embed.Threads < 0 {
 		add(fieldErr("embed.threads", "must not be negative"))

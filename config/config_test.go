@@ -59,6 +59,8 @@ func TestBadFiles(t *testing.T) {
 		"bad-dim.bad.yml":          "embed.dim",
 		"facts-cap.bad.yml":        "pipeline.max_facts_per_chunk",
 		"local-dim.bad.yml":        "embed.dim",
+		"local-model.bad.yml":      "embed.model",
+		"use-dim.bad.yml":          "embed.dim", // use-multilingual-v3 makes 512, not the default 896
 		"trace-cap.bad.yml":        "llm.trace_max_per_bank",
 		"trace-retention.bad.yml":  "llm.trace_retention",
 		"audit-retention.bad.yml":  "http.audit_retention",

@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/memstream/memstream/config"
 	"github.com/memstream/memstream/consolidate"
 	"github.com/memstream/memstream/embed"
 	"github.com/memstream/memstream/internal/pgtest"
@@ -150,7 +152,9 @@ func TestConsolidationHoldsOnEveryEmbedder(t *testing.T) {
 	// The real local model, when installed (make test installs it and
 	// sets MEMSTREAM_REQUIRE_MODEL=1, so CI cannot skip it).
 	if dir, err := embed.FindModelDir(""); err == nil {
-		l, err := embed.NewLocal(embed.LocalConfig{ModelDir: dir})
+		c := config.Default().Embed
+		c.ModelDir, c.CacheSize = filepath.Dir(dir), 0
+		l, err := embed.FromConfig(c) // the default local model
 		if err != nil {
 			t.Fatal(err)
 		}

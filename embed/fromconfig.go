@@ -15,20 +15,19 @@ func FromConfig(c config.Embed) (Embedder, error) {
 	switch c.Provider {
 	case "openai":
 		o, err := NewOpenAI(OpenAIDeps{}, OpenAIConfig{BaseURL: c.BaseURL, APIKey: c.APIKey,
-			Model: c.Model, Dim: c.Dim, BatchSize: c.BatchSize,
+			Model: c.ModelName(), Dim: c.Dim, BatchSize: c.BatchSize,
 			Prefixes: prefixesOf(c, Prefixes{}), SendInputType: c.SendInputType})
 		if err != nil {
 			return nil, fmt.Errorf("embed: %w", err)
 		}
 		inner = o
 	case "local":
-		l, err := NewLocal(LocalConfig{ModelDir: c.ModelDir, Threads: c.Threads,
-			Prefixes: prefixesOf(c, Prefixes{})})
+		l, err := localModelOf(c)
 		if err != nil {
 			return nil, err
 		}
 		if l.Dim() != c.Dim {
-			return nil, fmt.Errorf("embed.dim: the local model %s makes %d dimensions, configuration says %d", LocalModelName, l.Dim(), c.Dim)
+			return nil, fmt.Errorf("embed.dim: the local model %s makes %d dimensions, configuration says %d", c.ModelName(), l.Dim(), c.Dim)
 		}
 		inner = l
 	default:
@@ -42,6 +41,26 @@ func FromConfig(c config.Embed) (Embedder, error) {
 		return inner, nil
 	}
 	return NewCached(CachedDeps{Inner: inner}, CachedConfig{Size: c.CacheSize})
+}
+
+// localModelOf loads the local model embed.model names.
+func localModelOf(c config.Embed) (Embedder, error) {
+	use, err := NewLocal(LocalConfig{ModelDir: c.ModelDir, Threads: c.Threads, Prefixes: prefixesOf(c, Prefixes{})})
+	if err != nil {
+		return nil, err
+	}
+	switch name := c.ModelName(); name {
+	case LocalModelName:
+		return use, nil
+	case config.DefaultLocalModel:
+		m, err := NewMiniLM(MiniLMConfig{ModelDir: c.ModelDir, Threads: c.Threads, Prefixes: prefixesOf(c, Prefixes{})})
+		if err != nil {
+			return nil, err
+		}
+		return NewConcat(name, use, m)
+	default:
+		return nil, fmt.Errorf("embed.model: the local provider has no model %q", name)
+	}
 }
 
 // prefixesOf resolves embed.query_prefix and embed.document_prefix
@@ -61,12 +80,5 @@ func prefixesOf(c config.Embed, def Prefixes) Prefixes {
 // vectors a database holds (memstream_meta embed_model): provider, model
 // and dimension.
 func Key(c config.Embed) string {
-	model := c.Model
-	switch c.Provider {
-	case "local":
-		model = LocalModelName
-	case "hash":
-		model = "hash"
-	}
-	return fmt.Sprintf("%s/%s/%d", c.Provider, model, c.Dim)
+	return fmt.Sprintf("%s/%s/%d", c.Provider, c.ModelName(), c.Dim)
 }

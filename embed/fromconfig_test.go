@@ -8,8 +8,11 @@ import (
 )
 
 func TestFromConfigFollowsProvider(t *testing.T) {
-	if config.LocalModelDim != LocalDim {
-		t.Fatalf("config.LocalModelDim %d, embed.LocalDim %d: keep them equal", config.LocalModelDim, LocalDim)
+	if d := config.LocalModels[LocalModelName]; d != LocalDim {
+		t.Fatalf("config.LocalModels[%s] = %d, embed.LocalDim %d: keep them equal", LocalModelName, d, LocalDim)
+	}
+	if d := config.LocalModels[config.DefaultLocalModel]; d != LocalDim+MiniLMDim || config.LocalModelDim != LocalDim+MiniLMDim {
+		t.Fatalf("config.LocalModels[%s] = %d, LocalModelDim %d; the two models make %d", config.DefaultLocalModel, d, config.LocalModelDim, LocalDim+MiniLMDim)
 	}
 	cfg := config.Default()
 	cfg.Embed.Provider, cfg.Embed.Dim, cfg.Embed.CacheSize = "hash", 64, 0
@@ -20,7 +23,7 @@ func TestFromConfigFollowsProvider(t *testing.T) {
 
 	// A missing local model stops start-up naming the command that
 	// installs it, as a missing PostgreSQL does.
-	cfg.Embed.Provider, cfg.Embed.Dim, cfg.Embed.ModelDir = "local", LocalDim, t.TempDir()
+	cfg.Embed.Provider, cfg.Embed.Dim, cfg.Embed.ModelDir = "local", config.LocalModelDim, t.TempDir()
 	if _, err := FromConfig(cfg.Embed); err == nil || !strings.Contains(err.Error(), "make deps") || !strings.Contains(err.Error(), "model_dir") {
 		t.Fatalf("missing model: err %v, want one naming model_dir and make deps", err)
 	}

@@ -74,11 +74,15 @@ func findModelDir(dir, name string, files ...string) (string, error) {
 		return true
 	}
 	if dir != "" {
-		if try(dir) {
-			return dir, nil
+		// embed.model_dir is one model's own directory, or the directory
+		// that holds each model's under its name (what the installer makes).
+		for _, d := range []string{dir, filepath.Join(dir, name)} {
+			if try(d) {
+				return d, nil
+			}
 		}
-		return "", fmt.Errorf("embed.model_dir: the local model %s is not in %s (want %s); install it with %s",
-			name, dir, strings.Join(files, " and "), InstallCommand)
+		return "", fmt.Errorf("embed.model_dir: the local model %s is not in %s (want %s there or in %s/); install it with %s",
+			name, dir, strings.Join(files, " and "), name, InstallCommand)
 	}
 	for _, d := range defaultModelDirs(name) {
 		if try(d) {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"math"
 	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/memstream/memstream/config"
 	"github.com/memstream/memstream/embed"
 )
 
@@ -58,7 +60,9 @@ func TestDeclarativeQueryFindsStatementsOverQuestions(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	l, err := embed.NewLocal(embed.LocalConfig{ModelDir: dir})
+	c := config.Default().Embed
+	c.ModelDir, c.CacheSize = filepath.Dir(dir), 0
+	l, err := embed.FromConfig(c) // the default local model
 	if err != nil {
 		t.Fatal(err)
 	}

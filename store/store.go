@@ -219,9 +219,15 @@ func (s *Store) Migrate(ctx context.Context) ([]string, error) {
 		return applied, fmt.Errorf("migrate: read embed_dim: %w", err)
 	}
 	if dim != strconv.Itoa(s.dim) {
+		made := "another embedder"
+		var have string
+		if err := conn.QueryRow(ctx, qEmbedModel).Scan(&have); err == nil {
+			made = have + " (provider/model/dimension)"
+		}
 		return applied, fmt.Errorf("config embed.dim: the database was created with dimension %s, configuration says %d "+
-			"(its vectors come from another embedder: to keep them set embed.provider and embed.dim to what made them, e.g. hash and %s; "+
-			"or give this embedder a new database or data_dir)", dim, s.dim, dim)
+			"(its vectors come from %s: to keep them set embed.provider, embed.model and embed.dim to what made them, "+
+			"e.g. local, use-multilingual-v3 and 512 for a database of the local model before it became use-multilingual-v3+all-minilm-l6-v2; "+
+			"or give this embedder a new database or data_dir)", dim, s.dim, made)
 	}
 	if s.embedder != "" {
 		var have string

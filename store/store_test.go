@@ -95,6 +95,19 @@ func TestMigrateGuardsEmbedder(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "embed.provider") || !strings.Contains(err.Error(), "made by hash") {
 		t.Fatalf("another embedder at the same dimension: err %v, want one naming embed.provider and hash", err)
 	}
+	// At another dimension the refusal names the model that made the
+	// vectors and every key that selects it.
+	st, err := store.Open(ctx, store.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, store.Config{URL: url, Dim: 32, Embedder: "local/x/32"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	_, err = st.Migrate(ctx)
+	for _, want := range []string{"embed.dim", "embed.model", "embed.provider", "hash (provider/model/dimension)"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("another dimension: err %v, want it to name %q", err, want)
+		}
+	}
 }
 
 func TestPersistBatchIsIdempotent(t *testing.T) {

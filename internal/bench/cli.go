@@ -218,7 +218,7 @@ func fakeOpenAICommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		}
 	case "local":
 		cfg := config.Default()
-		cfg.Embed.Provider, cfg.Embed.Dim = "local", embed.LocalDim
+		cfg.Embed.Provider, cfg.Embed.Dim = "local", config.LocalModelDim
 		e, err := embed.FromConfig(cfg.Embed)
 		if err != nil {
 			return fmt.Errorf("bench fake-openai: %w", err)

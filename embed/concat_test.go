@@ -1,0 +1,83 @@
+package embed
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memstream/memstream/config"
+)
+
+func dot(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return s
+}
+
+// The joined vector is a unit vector whose cosine with another is the mean
+// of the parts' cosines, for queries and documents alike.
+func TestConcatCosineIsTheMeanOfItsParts(t *testing.T) {
+	t.Parallel()
+	a, b := newHash(t, 64), newHash(t, 32)
+	c, err := NewConcat("a+b", a, b)
+	if err != nil || c.Dim() != 96 {
+		t.Fatalf("NewConcat: dim %d, %v", c.Dim(), err)
+	}
+	ctx := context.Background()
+	texts := []string{"Zhang Wei moved to Shanghai", "张伟搬到了上海", "I like green tea"}
+	joined, err := c.EmbedDocuments(ctx, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := c.EmbedQueries(ctx, texts[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	va, _ := a.EmbedDocuments(ctx, texts)
+	vb, _ := b.EmbedDocuments(ctx, texts)
+	qa, _ := a.EmbedQueries(ctx, texts[:1])
+	qb, _ := b.EmbedQueries(ctx, texts[:1])
+	for i := range texts {
+		if n := dot(joined[i], joined[i]); math.Abs(n-1) > 1e-5 {
+			t.Errorf("text %d: |v|² = %f, want 1", i, n)
+		}
+		want := (dot(qa[0], va[i]) + dot(qb[0], vb[i])) / 2
+		if got := dot(q[0], joined[i]); math.Abs(got-want) > 1e-5 {
+			t.Errorf("text %d: cosine %f, want the parts' mean %f", i, got, want)
+		}
+	}
+	if _, err := NewConcat("none"); err == nil {
+		t.Error("a concat of no models was accepted")
+	}
+}
+
+// The local provider's default is USE and MiniLM joined; use-multilingual-v3
+// alone stays selectable for databases made with it.
+func TestFromConfigLocalModels(t *testing.T) {
+	root := filepath.Dir(testModelDir(t))
+	testMiniLMDir(t)
+	cfg := config.Default().Embed
+	cfg.CacheSize, cfg.ModelDir = 0, root
+	e, err := FromConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := e.(*Concat)
+	if !ok || c.Dim() != config.LocalModelDim || !strings.HasPrefix(c.Model(), config.DefaultLocalModel) {
+		t.Fatalf("default local embedder %T %d", e, e.Dim())
+	}
+	if k := Key(cfg); k != "local/"+config.DefaultLocalModel+"/896" {
+		t.Errorf("Key = %q", k)
+	}
+	cfg.Model, cfg.Dim = LocalModelName, LocalDim
+	if e, err = FromConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.(*Local); !ok || Key(cfg) != "local/use-multilingual-v3/512" {
+		t.Errorf("use-multilingual-v3 gave %T, key %q", e, Key(cfg))
+	}
+}
