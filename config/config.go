@@ -230,8 +230,10 @@ type Embed struct {
 	// APIKey is the openai provider's key.
 	APIKey string `yaml:"api_key"`
 	// Model names the model: for openai the server's model name, for local
-	// use-multilingual-v3+all-minilm-l6-v2 (896 dimensions) or
-	// use-multilingual-v3 (512); empty means the provider's default, those
+	// use-multilingual-v3 (512 dimensions) or
+	// use-multilingual-v3+all-minilm-l6-v2 (896: the USE and the English
+	// MiniLM joined, stronger on English paraphrase, about five times the
+	// embedding cost per fact); empty means the provider's default, those
 	// named first here and text-embedding-3-small for openai.
 	Model string `yaml:"model"`
 	// Dim is the vector size; a database keeps the one it was made with.
@@ -257,13 +259,17 @@ type Embed struct {
 	SendInputType bool `yaml:"send_input_type"`
 }
 
-// DefaultLocalModel is the local provider's default model: the
-// multilingual USE and the English all-MiniLM-L6-v2 side by side, one
-// vector made of both (package embed, Concat).
-const DefaultLocalModel = "use-multilingual-v3+all-minilm-l6-v2"
+// DefaultLocalModel is the local provider's default model, the
+// multilingual USE v3.
+const DefaultLocalModel = "use-multilingual-v3"
 
 // LocalModelDim is the vector size of DefaultLocalModel.
-const LocalModelDim = 896
+const LocalModelDim = 512
+
+// JoinedLocalModel is the local provider's other model: the USE and the
+// English all-MiniLM-L6-v2 side by side, one vector made of both (package
+// embed, Concat).
+const JoinedLocalModel = "use-multilingual-v3+all-minilm-l6-v2"
 
 // DefaultOpenAIModel is the openai provider's default model.
 const DefaultOpenAIModel = "text-embedding-3-small"
@@ -271,8 +277,8 @@ const DefaultOpenAIModel = "text-embedding-3-small"
 // LocalModels maps each model the local provider runs to its vector size
 // (package embed's tests keep the two tables equal).
 var LocalModels = map[string]int{
-	DefaultLocalModel:     LocalModelDim,
-	"use-multilingual-v3": 512,
+	DefaultLocalModel: LocalModelDim,
+	JoinedLocalModel:  896,
 }
 
 // ModelName is the model e names once defaults are applied: Model, or the
@@ -642,7 +648,7 @@ func (c *Config) Validate() error {
 	case c.Embed.Provider == "local":
 		name := c.Embed.ModelName()
 		if want, ok := LocalModels[name]; !ok {
-			add(fieldErr("embed.model", "the local provider runs %s or use-multilingual-v3, got %q", DefaultLocalModel, name))
+			add(fieldErr("embed.model", "the local provider runs %s or %s, got %q", DefaultLocalModel, JoinedLocalModel, name))
 		} else if c.Embed.Dim != want {
 			add(fieldErr("embed.dim", "the local model %s makes %d dimensions, got %d", name, want, c.Embed.Dim))
 		}

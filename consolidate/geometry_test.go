@@ -158,11 +158,20 @@ func TestConsolidationHoldsOnEveryEmbedder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		c.Model, c.Dim = config.JoinedLocalModel, config.LocalModels[config.JoinedLocalModel]
+		j, err := embed.FromConfig(c) // USE and MiniLM joined
+		if err != nil {
+			t.Fatal(err)
+		}
 		cases = append(cases, struct {
 			name string
 			emb  embedder
 			dim  int
-		}{"local", l, l.Dim()})
+		}{"local", l, l.Dim()}, struct {
+			name string
+			emb  embedder
+			dim  int
+		}{"local-joined", j, j.Dim()})
 	} else if os.Getenv("MEMSTREAM_REQUIRE_MODEL") == "1" {
 		t.Fatal(err)
 	} else {

@@ -55,8 +55,8 @@ func TestConcatCosineIsTheMeanOfItsParts(t *testing.T) {
 	}
 }
 
-// The local provider's default is USE and MiniLM joined; use-multilingual-v3
-// alone stays selectable for databases made with it.
+// The local provider's default is the USE alone, with the key databases
+// made by it hold; embed.model selects USE and MiniLM joined.
 func TestFromConfigLocalModels(t *testing.T) {
 	root := filepath.Dir(testModelDir(t))
 	testMiniLMDir(t)
@@ -66,18 +66,18 @@ func TestFromConfigLocalModels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, ok := e.(*Concat)
-	if !ok || c.Dim() != config.LocalModelDim || !strings.HasPrefix(c.Model(), config.DefaultLocalModel) {
-		t.Fatalf("default local embedder %T %d", e, e.Dim())
+	if _, ok := e.(*Local); !ok || Key(cfg) != "local/use-multilingual-v3/512" {
+		t.Errorf("default local embedder %T, key %q", e, Key(cfg))
 	}
-	if k := Key(cfg); k != "local/"+config.DefaultLocalModel+"/896" {
-		t.Errorf("Key = %q", k)
-	}
-	cfg.Model, cfg.Dim = LocalModelName, LocalDim
+	cfg.Model, cfg.Dim = config.JoinedLocalModel, LocalDim+MiniLMDim
 	if e, err = FromConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := e.(*Local); !ok || Key(cfg) != "local/use-multilingual-v3/512" {
-		t.Errorf("use-multilingual-v3 gave %T, key %q", e, Key(cfg))
+	c, ok := e.(*Concat)
+	if !ok || c.Dim() != 896 || !strings.HasPrefix(c.Model(), config.JoinedLocalModel) {
+		t.Fatalf("joined local embedder %T %d", e, e.Dim())
+	}
+	if k := Key(cfg); k != "local/"+config.JoinedLocalModel+"/896" {
+		t.Errorf("Key = %q", k)
 	}
 }

@@ -52,7 +52,7 @@ func localModelOf(c config.Embed) (Embedder, error) {
 	switch name := c.ModelName(); name {
 	case LocalModelName:
 		return use, nil
-	case config.DefaultLocalModel:
+	case config.JoinedLocalModel:
 		m, err := NewMiniLM(MiniLMConfig{ModelDir: c.ModelDir, Threads: c.Threads, Prefixes: prefixesOf(c, Prefixes{})})
 		if err != nil {
 			return nil, err

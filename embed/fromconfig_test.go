@@ -11,8 +11,9 @@ func TestFromConfigFollowsProvider(t *testing.T) {
 	if d := config.LocalModels[LocalModelName]; d != LocalDim {
 		t.Fatalf("config.LocalModels[%s] = %d, embed.LocalDim %d: keep them equal", LocalModelName, d, LocalDim)
 	}
-	if d := config.LocalModels[config.DefaultLocalModel]; d != LocalDim+MiniLMDim || config.LocalModelDim != LocalDim+MiniLMDim {
-		t.Fatalf("config.LocalModels[%s] = %d, LocalModelDim %d; the two models make %d", config.DefaultLocalModel, d, config.LocalModelDim, LocalDim+MiniLMDim)
+	if d := config.LocalModels[config.JoinedLocalModel]; d != LocalDim+MiniLMDim || config.DefaultLocalModel != LocalModelName || config.LocalModelDim != LocalDim {
+		t.Fatalf("config.LocalModels[%s] = %d, default %s at %d; want %d, %s at %d", config.JoinedLocalModel, d,
+			config.DefaultLocalModel, config.LocalModelDim, LocalDim+MiniLMDim, LocalModelName, LocalDim)
 	}
 	cfg := config.Default()
 	cfg.Embed.Provider, cfg.Embed.Dim, cfg.Embed.CacheSize = "hash", 64, 0
