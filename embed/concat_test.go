@@ -10,14 +10,6 @@ import (
 	"github.com/memstream/memstream/config"
 )
 
-func dot(a, b []float32) float64 {
-	var s float64
-	for i := range a {
-		s += float64(a[i]) * float64(b[i])
-	}
-	return s
-}
-
 // The joined vector is a unit vector whose cosine with another is the mean
 // of the parts' cosines, for queries and documents alike.
 func TestConcatCosineIsTheMeanOfItsParts(t *testing.T) {
@@ -42,11 +34,16 @@ func TestConcatCosineIsTheMeanOfItsParts(t *testing.T) {
 	qa, _ := a.EmbedQueries(ctx, texts[:1])
 	qb, _ := b.EmbedQueries(ctx, texts[:1])
 	for i := range texts {
-		if n := dot(joined[i], joined[i]); math.Abs(n-1) > 1e-5 {
+		var n float64
+		for _, x := range joined[i] {
+			n += float64(x) * float64(x)
+		}
+		if math.Abs(n-1) > 1e-5 {
 			t.Errorf("text %d: |v|² = %f, want 1", i, n)
 		}
-		want := (dot(qa[0], va[i]) + dot(qb[0], vb[i])) / 2
-		if got := dot(q[0], joined[i]); math.Abs(got-want) > 1e-5 {
+		// With unit parts, the joined vectors' cosine is their dot product.
+		want := (cosine(qa[0], va[i]) + cosine(qb[0], vb[i])) / 2
+		if got := cosine(q[0], joined[i]); math.Abs(got-want) > 1e-5 {
 			t.Errorf("text %d: cosine %f, want the parts' mean %f", i, got, want)
 		}
 	}

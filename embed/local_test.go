@@ -158,23 +158,28 @@ func BenchmarkLoadUSE(b *testing.B) {
 }
 
 func BenchmarkLocalDocuments(b *testing.B) {
-	l := newLocalModel(b)
-	texts := []string{"Alice moved to Denver last spring and started a new job at a bakery.",
-		"张伟上个月搬到了上海", "The budget meeting was moved to Friday afternoon.", "I prefer green tea over coffee in the morning."}
+	benchDocuments(b, newLocalModel(b), []string{"Alice moved to Denver last spring and started a new job at a bakery.",
+		"张伟上个月搬到了上海", "The budget meeting was moved to Friday afternoon.", "I prefer green tea over coffee in the morning."})
+}
+
+func BenchmarkLocalQuery(b *testing.B) { benchQuery(b, newLocalModel(b)) }
+
+// benchDocuments times e embedding texts as one call, in ms per text.
+func benchDocuments(b *testing.B, e Embedder, texts []string) {
 	ctx := context.Background()
 	for b.Loop() {
-		if _, err := l.EmbedDocuments(ctx, texts); err != nil {
+		if _, err := e.EmbedDocuments(ctx, texts); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(texts))/1000, "ms/text")
 }
 
-func BenchmarkLocalQuery(b *testing.B) {
-	l := newLocalModel(b)
+// benchQuery times e embedding one short recall query.
+func benchQuery(b *testing.B, e Embedder) {
 	ctx := context.Background()
 	for b.Loop() {
-		if _, err := l.EmbedQueries(ctx, []string{"Where does Alice live now?"}); err != nil {
+		if _, err := e.EmbedQueries(ctx, []string{"Where does Alice live now?"}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -252,12 +257,7 @@ func BenchmarkLocalFactBatch(b *testing.B) {
 	for i := range texts {
 		texts[i] = base[i%len(base)]
 	}
-	ctx := context.Background()
-	for b.Loop() {
-		if _, err := l.EmbedDocuments(ctx, texts); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchDocuments(b, l, texts)
 }
 
 // TestFindModelDir checks the lookup order and that every miss names the

@@ -240,28 +240,12 @@ func BenchmarkLoadMiniLM(b *testing.B) {
 // BenchmarkMiniLMDocuments embeds four fact-sized texts (about 20 tokens
 // each) per call.
 func BenchmarkMiniLMDocuments(b *testing.B) {
-	e := newMiniLMModel(b)
-	texts := []string{"Alice moved to Denver last spring and started a new job at a bakery.",
+	benchDocuments(b, newMiniLMModel(b), []string{"Alice moved to Denver last spring and started a new job at a bakery.",
 		"I accepted the offer from Umbrella Labs and handed in my notice on Friday.",
-		"The budget meeting was moved to Friday afternoon.", "I prefer green tea over coffee in the morning."}
-	ctx := context.Background()
-	for b.Loop() {
-		if _, err := e.EmbedDocuments(ctx, texts); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(texts))/1000, "ms/text")
+		"The budget meeting was moved to Friday afternoon.", "I prefer green tea over coffee in the morning."})
 }
 
-func BenchmarkMiniLMQuery(b *testing.B) {
-	e := newMiniLMModel(b)
-	ctx := context.Background()
-	for b.Loop() {
-		if _, err := e.EmbedQueries(ctx, []string{"Where does Alice live now?"}); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkMiniLMQuery(b *testing.B) { benchQuery(b, newMiniLMModel(b)) }
 
 // BenchmarkMiniLMFactBatch embeds 64 fact-sized texts per call, as the
 // ingest pipeline does.
@@ -276,11 +260,5 @@ func BenchmarkMiniLMFactBatch(b *testing.B) {
 	for i := range texts {
 		texts[i] = base[i%len(base)]
 	}
-	ctx := context.Background()
-	for b.Loop() {
-		if _, err := e.EmbedDocuments(ctx, texts); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(texts))/1000, "ms/text")
+	benchDocuments(b, e, texts)
 }
