@@ -154,6 +154,9 @@ func (s *Store) AddBankAlias(ctx context.Context, bankID, alias string, primary 
 		if primary {
 			var one int
 			if err := tx.QueryRow(ctx, qAliasLockBank, bankID).Scan(&one); err != nil {
+				if errors.Is(err, pgx.ErrNoRows) {
+					return BankNotFoundError{BankID: bankID}
+				}
 				return translate(err)
 			}
 		}

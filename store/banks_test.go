@@ -2,8 +2,11 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/memstream/memstream/store"
 )
 
 // TestTwoPrimaryAliasesAtOnce adds two primary aliases of one bank at
@@ -68,5 +71,19 @@ func TestTwoPrimaryAliasesAtOnce(t *testing.T) {
 	}
 	if len(primary) != 1 {
 		t.Fatalf("primary aliases %v of %+v; want one", primary, aliases)
+	}
+}
+
+// A primary alias for a bank that does not exist is a 404 that names the
+// bank, as a plain alias is.
+func TestPrimaryAliasOfMissingBankNamesIt(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	for _, primary := range []bool{true, false} {
+		err := st.AddBankAlias(context.Background(), "gone", "x", primary)
+		var nf store.BankNotFoundError
+		if !errors.As(err, &nf) || nf.BankID != "gone" || !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("primary=%v: err %v, want a BankNotFoundError for gone", primary, err)
+		}
 	}
 }
