@@ -162,6 +162,33 @@ func BenchmarkLocalDocuments(b *testing.B) {
 		"张伟上个月搬到了上海", "The budget meeting was moved to Friday afternoon.", "I prefer green tea over coffee in the morning."})
 }
 
+// concurrentCallsFreeSlots runs document and query calls of e at once and
+// fails unless every one of its slots s is free after they return.
+func concurrentCallsFreeSlots(t *testing.T, e Embedder, s *passSlots, texts ...string) {
+	t.Helper()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if i%2 == 0 {
+				_, err = e.EmbedDocuments(ctx, texts)
+			} else {
+				_, err = e.EmbedQueries(ctx, texts[:1])
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if s.docs.InUse() != 0 || len(s.all) != 0 {
+		t.Fatalf("slots held after all calls returned: docs %d, all %d", s.docs.InUse(), len(s.all))
+	}
+}
+
 func BenchmarkLocalQuery(b *testing.B) { benchQuery(b, newLocalModel(b)) }
 
 // benchDocuments times e embedding texts as one call, in ms per text.
@@ -219,27 +246,7 @@ func TestLocalSlots(t *testing.T) {
 	shared := newLocalModel(t)
 	m := &Local{passSlots: newPassSlots(2), m: shared.m}
 	m.pool.New = func() any { return new(useScratch) }
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			texts := []string{"Alice moved to Denver", "张伟搬到了上海", "a third fact"}
-			var err error
-			if i%2 == 0 {
-				_, err = m.EmbedDocuments(ctx, texts)
-			} else {
-				_, err = m.EmbedQueries(ctx, texts[:1])
-			}
-			if err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
-	if m.docs.InUse() != 0 || len(m.all) != 0 {
-		t.Fatalf("model slots held after all calls returned: docs %d, all %d", m.docs.InUse(), len(m.all))
-	}
+	concurrentCallsFreeSlots(t, m, &m.passSlots, "Alice moved to Denver", "张伟搬到了上海", "a third fact")
 }
 
 // BenchmarkLocalFactBatch embeds 64 fact-sized texts per call, as the

@@ -144,27 +144,7 @@ func TestMiniLMSlots(t *testing.T) {
 	m := &MiniLM{passSlots: newPassSlots(2), m: shared.m}
 	m.pool.New = func() any { return new(minilmScratch) }
 	ctx := context.Background()
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			texts := []string{"Alice moved to Denver", "Bob likes green tea", "a third fact"}
-			var err error
-			if i%2 == 0 {
-				_, err = m.EmbedDocuments(ctx, texts)
-			} else {
-				_, err = m.EmbedQueries(ctx, texts[:1])
-			}
-			if err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
-	if m.docs.InUse() != 0 || len(m.all) != 0 {
-		t.Fatalf("slots held after all calls returned: docs %d, all %d", m.docs.InUse(), len(m.all))
-	}
+	concurrentCallsFreeSlots(t, m, &m.passSlots, "Alice moved to Denver", "Bob likes green tea", "a third fact")
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	if _, err := m.EmbedDocuments(cctx, []string{"x"}); err == nil {
