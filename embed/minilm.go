@@ -336,13 +336,7 @@ type minilmScratch struct {
 // minilmMaxTokens as the Hugging Face tokenizer cuts: the first tokens, then
 // [SEP].
 func (m *minilmModel) tokens(text string, dst []int32) []int32 {
-	from := len(dst)
-	dst = append(dst, minilmCLS)
-	dst = m.tok.Encode(text, dst)
-	if len(dst)-from > minilmMaxTokens-1 {
-		dst = dst[:from+minilmMaxTokens-1]
-	}
-	return append(dst, minilmSEP)
+	return appendBounded(dst, text, m.tok, minilmCLS, minilmSEP, minilmMaxTokens)
 }
 
 // encode embeds the texts whose tokens are ids[starts[0]:starts[len-1]]

@@ -257,13 +257,21 @@ func grow(s []float32, n int) []float32 {
 
 // tokens appends text's ids, BOS and EOS included, capped at useMaxTokens.
 func (m *useModel) tokens(text string, dst []int32) []int32 {
+	return appendBounded(dst, text, m.tok, useBOS, useEOS, useMaxTokens)
+}
+
+// appendBounded appends first, tok's ids of text and last to dst, keeping
+// at most limit ids of text's in all: the first ones, then last, as both
+// models' own tokenizers cut a long text.
+func appendBounded(dst []int32, text string, tok interface {
+	Encode(string, []int32) []int32
+}, first, last int32, limit int) []int32 {
 	from := len(dst)
-	dst = append(dst, useBOS)
-	dst = m.tok.Encode(text, dst)
-	if len(dst)-from > useMaxTokens-1 {
-		dst = dst[:from+useMaxTokens-1]
+	dst = tok.Encode(text, append(dst, first))
+	if len(dst)-from > limit-1 {
+		dst = dst[:from+limit-1]
 	}
-	return append(dst, useEOS)
+	return append(dst, last)
 }
 
 // encode embeds texts into out (len(texts) rows of LocalDim), as one flat
