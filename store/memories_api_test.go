@@ -697,8 +697,7 @@ func TestPersistRacingMerge(t *testing.T) {
 		merged <- err
 	}()
 	waitForBlocked(t, st, hold, `DELETE FROM entity_aliases%`)
-	late := personEvent("d3", "Hana", 1, at.Add(time.Hour)) // resolved to src before the merge
-	late.Entities[0].Aliases = append(late.Entities[0].Aliases, store.AliasRow{Key: "hanna", Alias: "Hanna"})
+	late := lateBatch(at)
 	go func() {
 		_, err := st.PersistBatch(ctx, []store.EventRecord{late})
 		stored <- err
@@ -714,21 +713,58 @@ func TestPersistRacingMerge(t *testing.T) {
 	if err := <-stored; err != nil {
 		t.Fatal(err)
 	}
-	fact := late.Facts[0].ID
+	lateOnSurvivor(t, st, late, src, into)
+}
+
+// lateBatch is a batch naming Hana (src of heldMergePair) as it was
+// resolved before her merge, with a new alias Hanna.
+func lateBatch(at time.Time) store.EventRecord {
+	late := personEvent("d3", "Hana", 1, at.Add(time.Hour))
+	late.Entities[0].Aliases = append(late.Entities[0].Aliases, store.AliasRow{Key: "hanna", Alias: "Hanna"})
+	return late
+}
+
+// lateOnSurvivor fails unless late's fact, mentions and alias Hanna are
+// on into and none is on src.
+func lateOnSurvivor(t *testing.T, st *store.Store, late store.EventRecord, src, into uuid.UUID) {
+	t.Helper()
 	var linksSrc, linksInto, aliasSrc, aliasInto, deltasSrc int
-	if err := st.Pool().QueryRow(ctx, `SELECT
+	if err := st.Pool().QueryRow(context.Background(), `SELECT
 			(SELECT count(*) FROM unit_entities WHERE unit_id = $1 AND entity_id = $2),
 			(SELECT count(*) FROM unit_entities WHERE unit_id = $1 AND entity_id = $3),
 			(SELECT count(*) FROM entity_aliases WHERE alias = 'Hanna' AND entity_id = $2),
 			(SELECT count(*) FROM entity_aliases WHERE alias = 'Hanna' AND entity_id = $3),
-			(SELECT count(*) FROM entity_mention_deltas WHERE entity_id = $2)`, fact, src, into).
+			(SELECT count(*) FROM entity_mention_deltas WHERE entity_id = $2)`, late.Facts[0].ID, src, into).
 		Scan(&linksSrc, &linksInto, &aliasSrc, &aliasInto, &deltasSrc); err != nil {
 		t.Fatal(err)
 	}
 	if linksSrc != 0 || linksInto != 1 || aliasSrc != 0 || aliasInto != 1 || deltasSrc != 0 {
-		t.Fatalf("batch racing the merge: fact on the source %d / survivor %d, alias on the source %d / survivor %d, mention deltas on the source %d; want everything on the survivor",
+		t.Fatalf("batch resolved before the merge: fact on the source %d / survivor %d, alias on the source %d / survivor %d, mention deltas on the source %d; want everything on the survivor",
 			linksSrc, linksInto, aliasSrc, aliasInto, deltasSrc)
 	}
+}
+
+// TestPersistAfterMergeOfItsEntity stores a batch resolved before a merge
+// that committed before the batch's transaction began (between its
+// resolve and its ensure, or its ensure and its transaction): nothing
+// waits, and the batch must still land on the survivor.
+func TestPersistAfterMergeOfItsEntity(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	src, into, hold := heldMergePair(t, st, at)
+	if err := hold.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.MergeEntity(ctx, "b", src, into); err != nil {
+		t.Fatal(err)
+	}
+	late := lateBatch(at)
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{late}); err != nil {
+		t.Fatal(err)
+	}
+	lateOnSurvivor(t, st, late, src, into)
 }
 
 // heldMergePair stores the entities Hana (the merge's source) and Ivo (its
