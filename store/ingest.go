@@ -164,9 +164,18 @@ const (
 		ON CONFLICT (id) DO NOTHING`
 	qInsertMentionDeltas = `INSERT INTO entity_mention_deltas (entity_id, mentions, seen_at)
 		SELECT * FROM unnest($1::uuid[], $2::int[], $3::timestamptz[])`
-	qFoldMentions = `WITH d AS (
-			DELETE FROM entity_mention_deltas WHERE id IN (
-				SELECT id FROM entity_mention_deltas ORDER BY id LIMIT 50000 FOR UPDATE SKIP LOCKED)
+	// The fold waits for no lock, so it is in no deadlock. It took its
+	// deltas, then updated their entities, while a merge (and a document
+	// delete, whose entity delete cascades to the deltas) locks the
+	// entities, then the deltas: each waited for the other. Now an entity
+	// another transaction holds is skipped, and its deltas with it, until
+	// the next call.
+	qFoldMentions = `WITH c AS MATERIALIZED (
+			SELECT id, entity_id FROM entity_mention_deltas ORDER BY id LIMIT 50000 FOR UPDATE SKIP LOCKED),
+		e AS MATERIALIZED (
+			SELECT id FROM entities WHERE id IN (SELECT entity_id FROM c) ORDER BY id FOR NO KEY UPDATE SKIP LOCKED),
+		d AS (
+			DELETE FROM entity_mention_deltas WHERE id IN (SELECT c.id FROM c JOIN e ON e.id = c.entity_id)
 			RETURNING entity_id, mentions, seen_at),
 		g AS (SELECT entity_id, sum(mentions)::int AS n, min(seen_at) AS lo, max(seen_at) AS hi FROM d GROUP BY entity_id)
 		UPDATE entities e SET mention_count = GREATEST(e.mention_count + g.n, 0),
@@ -847,7 +856,8 @@ func (s *Store) LinkSemantic(ctx context.Context, ids []uuid.UUID, minSim float6
 // FoldEntityMentions adds the recorded mention deltas into entities'
 // mention_count, first_seen and last_seen, up to 50 000 deltas per call. It
 // returns how many entities changed. Concurrent callers skip each other's
-// rows, so every delta is folded exactly once.
+// rows, so every delta is folded exactly once; the deltas of an entity a
+// merge or delete holds wait for the next call.
 func (s *Store) FoldEntityMentions(ctx context.Context) (int64, error) {
 	tag, err := s.pool.Exec(ctx, qFoldMentions)
 	if err != nil {

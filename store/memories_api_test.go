@@ -794,20 +794,24 @@ func heldMergePair(t *testing.T, st *store.Store, at time.Time) (src, into uuid.
 // call in the failure.
 func waitBehindBlocked(t *testing.T, st *store.Store, hold pgx.Tx, what string) {
 	t.Helper()
-	pid := int32(hold.Conn().PgConn().PID())
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		var waiting int
-		if err := st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity w, pg_stat_activity m
-			WHERE $1::int = ANY (pg_blocking_pids(m.pid)) AND m.pid = ANY (pg_blocking_pids(w.pid))`, pid).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			return
-		}
+	for deadline := time.Now().Add(10 * time.Second); !behindBlocked(t, st, hold); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal(what)
 		}
 	}
+}
+
+// behindBlocked reports whether some statement waits on one that waits on
+// a lock hold has.
+func behindBlocked(t *testing.T, st *store.Store, hold pgx.Tx) bool {
+	t.Helper()
+	var waiting int
+	if err := st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity w, pg_stat_activity m
+		WHERE $1::int = ANY (pg_blocking_pids(m.pid)) AND m.pid = ANY (pg_blocking_pids(w.pid))`,
+		int32(hold.Conn().PgConn().PID())).Scan(&waiting); err != nil {
+		t.Fatal(err)
+	}
+	return waiting > 0
 }
 
 // linkInFlight stores facts facts of a person name in document doc of bank

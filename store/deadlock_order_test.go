@@ -1,0 +1,91 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/memstream/memstream/store"
+)
+
+// TestFoldMentionsCannotDeadlockWithAMerge folds mention deltas while an
+// entity merge holds both entities and waits to move the source's deltas.
+// The fold took its deltas and then waited for the entities, the merge
+// held the entities and waited for the deltas: one of them failed with
+// "deadlock detected (SQLSTATE 40P01)" after deadlock_timeout. The merge is
+// held on one of the source's deltas, so the fold takes the others.
+func TestFoldMentionsCannotDeadlockWithAMerge(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	src, into, hold := heldMergePair(t, st, at)
+	if err := hold.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.FoldEntityMentions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Three more deltas of src; the first, held, stops the merge before it
+	// has locked the others.
+	for _, doc := range []string{"d3", "d4", "d5"} {
+		if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent(doc, "Hana", 1, at.Add(time.Hour))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hold, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM entity_mention_deltas WHERE id = (SELECT min(id) FROM entity_mention_deltas WHERE entity_id = $1) FOR UPDATE`, src); err != nil {
+		t.Fatal(err)
+	}
+	merged, folded := make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := st.MergeEntity(ctx, "b", src, into)
+		merged <- err
+	}()
+	waitForBlocked(t, st, hold, `UPDATE entity_mention_deltas%`)
+	go func() {
+		_, err := st.FoldEntityMentions(ctx)
+		folded <- err
+	}()
+	// Either the fold is done (it skipped the merge's entities) or it
+	// waits for the merge, which waits for hold.
+	var foldErr error
+	foldDone := false
+	for deadline := time.Now().Add(10 * time.Second); !foldDone && !behindBlocked(t, st, hold); {
+		select {
+		case foldErr = <-folded:
+			foldDone = true
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the fold neither finished nor waited for the merge")
+		}
+	}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !foldDone {
+		foldErr = <-folded
+	}
+	if foldErr != nil {
+		t.Fatalf("fold racing a merge: %v", foldErr)
+	}
+	if err := <-merged; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.FoldEntityMentions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var n, left int
+	if err := st.Pool().QueryRow(ctx, `SELECT (SELECT mention_count FROM entities WHERE id = $1), (SELECT count(*) FROM entity_mention_deltas)`, into).
+		Scan(&n, &left); err != nil {
+		t.Fatal(err)
+	}
+	if n != 5 || left != 0 {
+		t.Fatalf("survivor's mention_count %d with %d deltas left, want 5 (Hana 4, Ivo 1) and none", n, left)
+	}
+}
