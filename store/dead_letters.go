@@ -44,11 +44,16 @@ const (
 		GROUP BY error_class ORDER BY 2 DESC, 1`
 	qDLGet = `SELECT ` + dlCols + ` FROM dead_letters WHERE bank_id = $1 AND topic = $2 AND partition = $3 AND "offset" = $4`
 	// A claim marks records replayed before they are produced, so two
-	// concurrent replays never produce one record twice.
+	// concurrent replays never produce one record twice. The rows are
+	// locked in key order: in the caller's, two replays naming the same
+	// records in opposite orders each waited for the other's first, and
+	// one failed for a deadlock (SQLSTATE 40P01).
 	qDLClaimPositions = `UPDATE dead_letters d SET replayed_at = now()
-		FROM unnest($2::text[], $3::int[], $4::bigint[]) AS p(topic, partition, "offset")
-		WHERE d.bank_id = $1 AND d.topic = p.topic AND d.partition = p.partition AND d."offset" = p."offset"
-		  AND d.replayed_at IS NULL
+		FROM (SELECT l.topic, l.partition, l."offset" FROM dead_letters l
+			WHERE l.bank_id = $1 AND l.replayed_at IS NULL
+			  AND (l.topic, l.partition, l."offset") IN (SELECT * FROM unnest($2::text[], $3::int[], $4::bigint[]))
+			ORDER BY l.topic, l.partition, l."offset" FOR UPDATE) p
+		WHERE d.topic = p.topic AND d.partition = p.partition AND d."offset" = p."offset"
 		RETURNING ` + `d.topic, d.partition, d."offset", COALESCE(d.bank_id, ''), d.error_class, d.error_stage, d.created_at, d.replayed_at`
 	qDLClaimClass = `UPDATE dead_letters d SET replayed_at = now()
 		WHERE (d.topic, d.partition, d."offset") IN (

@@ -89,3 +89,62 @@ func TestFoldMentionsCannotDeadlockWithAMerge(t *testing.T) {
 		t.Fatalf("survivor's mention_count %d with %d deltas left, want 5 (Hana 4, Ivo 1) and none", n, left)
 	}
 }
+
+// TestDeadLetterClaimOrderCannotDeadlock claims two dead letters, named in
+// the order opposite to their keys, while another replay holds the first
+// in key order uncommitted and then claims the second. Claimed in the
+// caller's order, the claim held the second and waited for the first: a
+// deadlock (SQLSTATE 40P01) once the other replay reached the second.
+func TestDeadLetterClaimOrderCannotDeadlock(t *testing.T) {
+	t.Parallel()
+	st := migrated(t, 4)
+	ctx := context.Background()
+	// Stored second first, so a scan of the table meets it first too.
+	for _, off := range []int64{2, 1} {
+		if err := st.RecordDeadLetter(ctx, "t", 0, off, "b", "extract", "extract"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hold, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	claim := func(off int64) error {
+		_, err := hold.Exec(ctx, `UPDATE dead_letters SET replayed_at = now() WHERE topic = 't' AND partition = 0 AND "offset" = $1 AND replayed_at IS NULL`, off)
+		return err
+	}
+	if err := claim(1); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		got []store.DeadLetter
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		got, err := st.ClaimDeadLetters(ctx, "b", "", []store.DeadLetterPos{{Topic: "t", Offset: 2}, {Topic: "t", Offset: 1}})
+		done <- result{got, err}
+	}()
+	waitForBlocked(t, st, hold, `UPDATE dead_letters%`)
+	if err := claim(2); err != nil {
+		t.Fatalf("the held replay's claim of offset 2: %v", err)
+	}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("the claim of offsets 2 and 1: %v", r.err)
+	}
+	if len(r.got) != 0 {
+		t.Fatalf("claimed %+v, which the other replay had claimed", r.got)
+	}
+	if err := st.RecordDeadLetter(ctx, "t", 0, 3, "b", "extract", "extract"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.ClaimDeadLetters(ctx, "b", "", []store.DeadLetterPos{{Topic: "t", Offset: 3}, {Topic: "t", Offset: 1}})
+	if err != nil || len(got) != 1 || got[0].Offset != 3 || got[0].ReplayedAt == nil {
+		t.Fatalf("claim of a fresh and a replayed dead letter: %+v %v, want offset 3 alone", got, err)
+	}
+}
