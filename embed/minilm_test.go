@@ -111,6 +111,44 @@ func TestMiniLMMatchesReference(t *testing.T) {
 	t.Logf("lowest cosine to the reference: 1 - %.2g", 1-worst)
 }
 
+// TestMiniLMAMXMatchesFP32 compares the bf16 AMX products with float32
+// ones on the reference texts (it skips on a CPU without AMX).
+func TestMiniLMAMXMatchesFP32(t *testing.T) {
+	t.Parallel()
+	e := newMiniLMModel(t)
+	if e.m.layers[0].qkvW.tiles == nil {
+		t.Skip("no AMX on this CPU: every product is float32")
+	}
+	f, err := NewMiniLM(MiniLMConfig{ModelDir: e.dir, FP32: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.m.layers[0].qkvW.tiles != nil {
+		t.Fatal("FP32: the weights were packed for AMX")
+	}
+	var texts []string
+	for _, c := range minilmCases(t) {
+		texts = append(texts, c.Text)
+	}
+	a, err := e.EmbedDocuments(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.EmbedDocuments(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst := 1.0
+	for i := range texts {
+		cs := cosine(a[i], b[i])
+		worst = min(worst, cs)
+		if cs < 0.9999 {
+			t.Errorf("%.60q: AMX and float32 vectors differ, cosine %.6f", texts[i], cs)
+		}
+	}
+	t.Logf("lowest cosine, AMX to float32: 1 - %.2g", 1-worst)
+}
+
 // TestMiniLMBatchesCut checks that texts spread over several passes (more
 // tokens than one pass carries) come back in order and equal to each text
 // alone.
@@ -211,7 +249,7 @@ func TestParseWordPieceRejectsOthers(t *testing.T) {
 func BenchmarkLoadMiniLM(b *testing.B) {
 	dir := testMiniLMDir(b)
 	for b.Loop() {
-		if _, err := loadMiniLM(dir); err != nil {
+		if _, err := loadMiniLM(dir, true); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -225,12 +263,18 @@ func BenchmarkMiniLMDocuments(b *testing.B) {
 		"The budget meeting was moved to Friday afternoon.", "I prefer green tea over coffee in the morning."})
 }
 
-func BenchmarkMiniLMQuery(b *testing.B) { benchQuery(b, newMiniLMModel(b)) }
+// BenchmarkMiniLMQuery embeds one short query, with the products in bf16
+// on AMX (where the CPU has it) and in float32: the second is the
+// baseline of the first.
+func BenchmarkMiniLMQuery(b *testing.B) {
+	for _, m := range miniLMModes(b) {
+		b.Run(m.name, func(b *testing.B) { benchQuery(b, m.e) })
+	}
+}
 
 // BenchmarkMiniLMFactBatch embeds 64 fact-sized texts per call, as the
-// ingest pipeline does.
+// ingest pipeline does, in both modes of BenchmarkMiniLMQuery.
 func BenchmarkMiniLMFactBatch(b *testing.B) {
-	e := newMiniLMModel(b)
 	base := []string{"I moved to Lisbon last March because my company opened an office there.",
 		"My sister Hana is visiting next weekend, so I booked a table at the harbour restaurant.",
 		"We finally shipped the billing migration yesterday after three weeks of testing.",
@@ -240,5 +284,27 @@ func BenchmarkMiniLMFactBatch(b *testing.B) {
 	for i := range texts {
 		texts[i] = base[i%len(base)]
 	}
-	benchDocuments(b, e, texts)
+	for _, m := range miniLMModes(b) {
+		b.Run(m.name, func(b *testing.B) { benchDocuments(b, m.e, texts) })
+	}
+}
+
+// miniLMModes returns the shared model and a float32 one.
+func miniLMModes(b *testing.B) []struct {
+	name string
+	e    *MiniLM
+} {
+	e := newMiniLMModel(b)
+	f, err := NewMiniLM(MiniLMConfig{ModelDir: e.dir, FP32: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	name := "amx"
+	if e.m.layers[0].qkvW.tiles == nil {
+		name = "default"
+	}
+	return []struct {
+		name string
+		e    *MiniLM
+	}{{name, e}, {"fp32", f}}
 }

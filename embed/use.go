@@ -248,9 +248,10 @@ type useScratch struct {
 	sent   []float32
 }
 
-func grow(s []float32, n int) []float32 {
+// grow returns s with length n, reallocated only when its capacity is short.
+func grow[T any](s []T, n int) []T {
 	if cap(s) < n {
-		return make([]float32, n)
+		return make([]T, n)
 	}
 	return s[:n]
 }
