@@ -383,16 +383,19 @@ func (m *minilmModel) encode(ids []int32, starts []int, out [][]float32, s *mini
 		L.qkvW.mul(n, x, MiniLMDim, s.qkv, minilmQKV, s.abuf)
 		addBias(s.qkv, L.qkvB)
 		for k := 0; k+1 < len(starts); k++ {
-			m.attend(s, starts[k]-base, starts[k+1]-base)
+			a, b := starts[k]-base, starts[k+1]-base
+			s.kt = grow(s.kt, minilmHeadDim*(b-a))
+			s.sc = grow(s.sc, (b-a)*(b-a))
+			attendHeads(b-a, minilmHeads, minilmHeadDim, s.qkv[a*minilmQKV:], minilmQKV,
+				s.ctx[a*MiniLMDim:], MiniLMDim, minilmScale, s.kt, s.sc)
 		}
 		L.outW.mul(n, s.ctx, MiniLMDim, h, MiniLMDim, s.abuf)
-		addResidualNorm(h, x, L.outB, L.ln1G, L.ln1B)
+		residualNorm(h, x, L.outB, L.ln1G, L.ln1B)
 		x, h = h, x
 		L.inW.mul(n, x, MiniLMDim, s.inter, minilmInter, s.abuf)
-		addBias(s.inter, L.inB)
-		gelu(s.inter)
+		biasGELU(s.inter, L.inB)
 		L.ffW.mul(n, s.inter, minilmInter, h, MiniLMDim, s.abuf)
-		addResidualNorm(h, x, L.ffB, L.ln2G, L.ln2B)
+		residualNorm(h, x, L.ffB, L.ln2G, L.ln2B)
 		x, h = h, x
 	}
 
@@ -446,29 +449,28 @@ func panelGemm(m, n, k int, a []float32, lda int, b []float32, c []float32, ldc 
 	}
 }
 
-// attend writes the multi-head attention of the tokens a..b-1 (one text)
-// into s.ctx, from the query, key and value columns of s.qkv.
-func (m *minilmModel) attend(s *minilmScratch, a, b int) {
-	L := b - a
-	s.kt = grow(s.kt, minilmHeadDim*L)
-	s.sc = grow(s.sc, L*L)
-	scale := float32(1 / math.Sqrt(minilmHeadDim))
-	for hd := range minilmHeads {
-		q := s.qkv[a*minilmQKV+hd*minilmHeadDim:]
-		kOff := MiniLMDim + hd*minilmHeadDim
-		vOff := 2*MiniLMDim + hd*minilmHeadDim
+// minilmScale scales attention scores: 1/sqrt(head size).
+var minilmScale = float32(1 / math.Sqrt(minilmHeadDim))
+
+// attendGo writes the multi-head attention of L tokens (one text) into
+// ctx (rows of ldc): queries, keys and values are the columns 0, dim and
+// 2 dim of qkv (rows of ldq), dim = heads * hd. kt (hd x L) and sc (L x L)
+// are scratch. It is the reference of the C kernel and the build without
+// cgo.
+func attendGo(L, heads, hd int, qkv []float32, ldq int, ctx []float32, ldc int, scale float32, kt, sc []float32) {
+	dim := heads * hd
+	for h := range heads {
 		for t := range L {
-			key := s.qkv[(a+t)*minilmQKV+kOff:][:minilmHeadDim]
+			key := qkv[t*ldq+dim+h*hd:][:hd]
 			for d, v := range key {
-				s.kt[d*L+t] = v
+				kt[d*L+t] = v
 			}
 		}
-		gemm(L, L, minilmHeadDim, q, minilmQKV, s.kt, L, s.sc, L)
+		gemm(L, L, hd, qkv[h*hd:], ldq, kt, L, sc, L)
 		for t := range L {
-			softmaxScaled(s.sc[t*L:(t+1)*L], scale)
+			softmaxScaled(sc[t*L:(t+1)*L], scale)
 		}
-		gemm(L, minilmHeadDim, L, s.sc, L, s.qkv[a*minilmQKV+vOff:], minilmQKV,
-			s.ctx[a*MiniLMDim+hd*minilmHeadDim:], MiniLMDim)
+		gemm(L, hd, L, sc, L, qkv[2*dim+h*hd:], ldq, ctx[h*hd:], ldc)
 	}
 }
 
@@ -500,8 +502,9 @@ func addBias(x, b []float32) {
 	}
 }
 
-// addResidualNorm sets each row of h to LayerNorm(h + b + res).
-func addResidualNorm(h, res, b, g, beta []float32) {
+// residualNormGo sets each row of h to LayerNorm(h + b + res); the
+// reference of the C kernel.
+func residualNormGo(h, res, b, g, beta []float32) {
 	d := len(b)
 	for r := 0; r+d <= len(h); r += d {
 		row := h[r : r+d : r+d]
@@ -513,9 +516,11 @@ func addResidualNorm(h, res, b, g, beta []float32) {
 	}
 }
 
-// gelu applies BERT's exact GELU, x * Φ(x) = x/2 * (1 + erf(x/√2)), in
-// place, with erf in float32: math.Erf took half the time of a pass.
-func gelu(x []float32) {
+// biasGELUGo adds b to each row of x and applies BERT's exact GELU,
+// x * Φ(x) = x/2 * (1 + erf(x/√2)), with erf in float32 (math.Erf took half
+// the time of a pass); the reference of the C kernel.
+func biasGELUGo(x, b []float32) {
+	addBias(x, b)
 	for i, v := range x {
 		x[i] = 0.5 * v * (1 + erf32(v*math.Sqrt2/2))
 	}
