@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strings"
+	"sync"
 )
 
 // Concat embeds every text with each of its models and joins the unit
@@ -79,13 +80,34 @@ func (c *Concat) embed(ctx context.Context, kind Kind, texts []string) ([][]floa
 	for i := range out {
 		out[i] = flat[i*c.dim : (i+1)*c.dim : (i+1)*c.dim]
 	}
-	off := 0
-	for _, p := range c.parts {
-		vs, err := embedKind(ctx, p, kind, texts)
-		if err != nil {
-			return nil, err
+	// A query's parts run side by side: its wait is the slowest part's
+	// pass, not their sum. Documents come in batches that already keep
+	// the cores busy, so their parts run in turn.
+	vecs := make([][][]float32, len(c.parts))
+	errs := make([]error, len(c.parts))
+	if kind == Query && len(c.parts) > 1 {
+		var wg sync.WaitGroup
+		for i, p := range c.parts {
+			wg.Go(func() { vecs[i], errs[i] = embedKind(ctx, p, kind, texts) })
 		}
+		wg.Wait()
+	} else {
+		for i, p := range c.parts {
+			if vecs[i], errs[i] = embedKind(ctx, p, kind, texts); errs[i] != nil {
+				break
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	off := 0
+	for pi, p := range c.parts {
+		vs := vecs[pi]
 		d := p.Dim()
+		if len(vs) != len(texts) {
+			return nil, errors.New("embed: concat: a part returned the wrong number of vectors")
+		}
 		for i, v := range vs {
 			if len(v) != d {
 				return nil, errors.New("embed: concat: a part returned a vector of the wrong size")

@@ -2,6 +2,7 @@ package embed
 
 import (
 	"context"
+	"errors"
 	"math"
 	"path/filepath"
 	"strings"
@@ -49,6 +50,34 @@ func TestConcatCosineIsTheMeanOfItsParts(t *testing.T) {
 	}
 	if _, err := NewConcat("none"); err == nil {
 		t.Error("a concat of no models was accepted")
+	}
+}
+
+// failingEmbedder fails every call, as a provider in an outage does.
+type failingEmbedder struct{ dim int }
+
+func (f failingEmbedder) Dim() int { return f.dim }
+func (f failingEmbedder) EmbedDocuments(context.Context, []string) ([][]float32, error) {
+	return nil, errors.New("provider down")
+}
+func (f failingEmbedder) EmbedQueries(context.Context, []string) ([][]float32, error) {
+	return nil, errors.New("provider down")
+}
+
+// A part's error is the joined call's, for queries (whose parts run side
+// by side) and documents (in turn) alike: no half-joined vector comes back.
+func TestConcatPartErrorFailsTheCall(t *testing.T) {
+	t.Parallel()
+	c, err := NewConcat("a+down", newHash(t, 16), failingEmbedder{dim: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if v, err := c.EmbedQueries(ctx, []string{"q"}); err == nil || !strings.Contains(err.Error(), "provider down") {
+		t.Errorf("EmbedQueries = %v, %v; want the part's error", v, err)
+	}
+	if v, err := c.EmbedDocuments(ctx, []string{"d"}); err == nil || !strings.Contains(err.Error(), "provider down") {
+		t.Errorf("EmbedDocuments = %v, %v; want the part's error", v, err)
 	}
 }
 
