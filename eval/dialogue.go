@@ -2,7 +2,6 @@ package eval
 
 import (
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -106,15 +105,9 @@ type dlgTurn struct {
 }
 
 type dlgPlant struct {
-	turns     []dlgTurn
-	evidence  int // index into turns of the evidence turn, or -1
-	session   int
-	turnIndex int
-}
-
-type dlgQuestion struct {
-	q      Question
-	plants []*dlgPlant
+	turns    []dlgTurn
+	evidence int // index into turns of the evidence turn, or -1
+	placement
 }
 
 type dialogueGen struct {
@@ -125,7 +118,7 @@ type dialogueGen struct {
 	names     [2]string
 	starts    []time.Time
 	plants    [][]*dlgPlant
-	questions []dlgQuestion
+	questions []pendingQuestion[*dlgPlant]
 }
 
 func newDialogueGen(cfg GenConfig, v *dialogueVocab, start time.Time, i int) *dialogueGen {
@@ -154,7 +147,7 @@ func newDialogueGen(cfg GenConfig, v *dialogueVocab, start time.Time, i int) *di
 // and, half the time, the friend's question that brought it up.
 func (g *dialogueGen) says(s, x int, text string, evidence bool) *dlgPlant {
 	y := 1 - x
-	p := &dlgPlant{session: s, evidence: -1}
+	p := &dlgPlant{placement: placement{session: s}, evidence: -1}
 	if g.rng.IntN(2) == 0 {
 		p.turns = append(p.turns, dlgTurn{y, pick(g.rng, g.v.prompts)})
 	}
@@ -170,7 +163,7 @@ func (g *dialogueGen) ask(typ string, x int, question string, qt time.Time, gold
 	if gold == nil {
 		gold = []string{}
 	}
-	g.questions = append(g.questions, dlgQuestion{
+	g.questions = append(g.questions, pendingQuestion[*dlgPlant]{
 		q: Question{
 			ID: fmt.Sprintf("%s-q%03d", g.id, len(g.questions)), BankID: g.id, Type: typ, Part: g.v.part,
 			Question: capFirst(fill(question, "n", g.names[x])), QueryTimestamp: qt.UTC(),
@@ -281,7 +274,7 @@ func (g *dialogueGen) when(t time.Time) (string, time.Time) {
 func (g *dialogueGen) finish() ([]Event, []Question) {
 	var events []Event
 	for s, start := range g.starts {
-		sid := fmt.Sprintf("%s-s%02d", g.id, s)
+		sid := sessionID(g.id, s)
 		a := g.rng.IntN(2) // who opens the session
 		var blocks []*dlgPlant
 		nf := g.cfg.FillerExchanges + g.rng.IntN(3)
@@ -289,14 +282,11 @@ func (g *dialogueGen) finish() ([]Event, []Question) {
 			b := &dlgPlant{evidence: -1}
 			first := g.rng.IntN(2)
 			for j, text := range g.v.filler[fi] {
-				b.turns = append(b.turns, dlgTurn{(first + j) % 2, g.fillSlots(text)})
+				b.turns = append(b.turns, dlgTurn{(first + j) % 2, fillSlots(g.rng, g.v.slots, text)})
 			}
 			blocks = append(blocks, b)
 		}
-		for _, p := range g.plants[s] {
-			at := g.rng.IntN(len(blocks) + 1)
-			blocks = slices.Insert(blocks, at, p)
-		}
+		blocks = interleave(g.rng, blocks, g.plants[s])
 		open, bye := pick(g.rng, g.v.open), pick(g.rng, g.v.close)
 		blocks = slices.Insert(blocks, 0, &dlgPlant{evidence: -1, turns: []dlgTurn{
 			{a, fill(open[0], "o", g.names[1-a])}, {1 - a, open[1]}}})
@@ -320,24 +310,7 @@ func (g *dialogueGen) finish() ([]Event, []Question) {
 			}
 		}
 	}
-	qs := make([]Question, 0, len(g.questions))
-	for _, pq := range g.questions {
-		q := pq.q
-		for _, p := range pq.plants {
-			q.Evidence = append(q.Evidence, Evidence{SessionID: fmt.Sprintf("%s-s%02d", g.id, p.session), TurnIndex: p.turnIndex})
-		}
-		qs = append(qs, q)
-	}
-	return events, qs
-}
-
-func (g *dialogueGen) fillSlots(s string) string {
-	keys := slices.Sorted(maps.Keys(g.v.slots))
-	kv := make([]string, 0, 2*len(keys))
-	for _, k := range keys {
-		kv = append(kv, k, pick(g.rng, g.v.slots[k]))
-	}
-	return fill(s, kv...)
+	return events, resolveEvidence(g.id, g.questions)
 }
 
 // capFirst upper-cases a turn's first letter ("my cousin Wren dragged

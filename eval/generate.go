@@ -253,19 +253,69 @@ func Generate(cfg GenConfig) (*Dataset, error) {
 	return d, nil
 }
 
-// plant is one exchange inserted into a session. turnIndex is known only
-// after layout, which is why questions hold plants rather than evidence.
-type plant struct {
-	roles     []string
-	texts     []string
-	evidence  int // index into texts of the evidence turn, or -1
+// placement is where a plant of either generator lands: its session and
+// the index of its evidence turn there. turnIndex is known only after
+// layout, which is why questions hold plants rather than evidence.
+type placement struct {
 	session   int
 	turnIndex int
 }
 
-type pendingQuestion struct {
+func (p *placement) placed() *placement { return p }
+
+// planted is a plant of either generator.
+type planted interface{ placed() *placement }
+
+// pendingQuestion is a question whose evidence is its plants' placements.
+type pendingQuestion[P planted] struct {
 	q      Question
-	plants []*plant
+	plants []P
+}
+
+// resolveEvidence gives each of bank's questions the (session id, turn
+// index) of its plants, once finish has laid the sessions out.
+func resolveEvidence[P planted](bank string, pending []pendingQuestion[P]) []Question {
+	qs := make([]Question, 0, len(pending))
+	for _, pq := range pending {
+		q := pq.q
+		for _, p := range pq.plants {
+			at := p.placed()
+			q.Evidence = append(q.Evidence, Evidence{SessionID: sessionID(bank, at.session), TurnIndex: at.turnIndex})
+		}
+		qs = append(qs, q)
+	}
+	return qs
+}
+
+// sessionID is the id of bank's session s, the DocumentID of its events.
+func sessionID(bank string, s int) string { return fmt.Sprintf("%s-s%02d", bank, s) }
+
+// interleave inserts each plant at a random place among a session's filler.
+func interleave[T any](rng *rand.Rand, filler, plants []T) []T {
+	for _, p := range plants {
+		at := rng.IntN(len(filler) + 1)
+		filler = slices.Insert(filler, at, p)
+	}
+	return filler
+}
+
+// fillSlots fills a filler turn's placeholders, drawing the slot values in
+// key order so the dataset does not depend on map iteration.
+func fillSlots(rng *rand.Rand, slots map[string][]string, s string) string {
+	keys := slices.Sorted(maps.Keys(slots))
+	kv := make([]string, 0, 2*len(keys))
+	for _, k := range keys {
+		kv = append(kv, k, pick(rng, slots[k]))
+	}
+	return fill(s, kv...)
+}
+
+// plant is one exchange inserted into a session.
+type plant struct {
+	roles    []string
+	texts    []string
+	evidence int // index into texts of the evidence turn, or -1
+	placement
 }
 
 type session struct {
@@ -283,7 +333,7 @@ type bankGen struct {
 	// perMessage delivers the bank as one event per message.
 	perMessage bool
 	sessions   []session
-	questions  []pendingQuestion
+	questions  []pendingQuestion[*plant]
 }
 
 func newBankGen(cfg GenConfig, v *vocabulary, start time.Time, id string, stream uint64, zh bool) *bankGen {
@@ -401,7 +451,7 @@ func (g *bankGen) ack() string {
 
 // userSays plants a user statement followed by an acknowledgement.
 func (g *bankGen) userSays(s int, text string, evidence bool) *plant {
-	p := &plant{roles: []string{"user", "assistant"}, texts: []string{text, g.ack()}, evidence: -1, session: s}
+	p := &plant{roles: []string{"user", "assistant"}, texts: []string{text, g.ack()}, evidence: -1, placement: placement{session: s}}
 	if evidence {
 		p.evidence = 0
 	}
@@ -411,7 +461,7 @@ func (g *bankGen) userSays(s int, text string, evidence bool) *plant {
 
 // assistantSays plants a user request answered by the assistant.
 func (g *bankGen) assistantSays(s int, req, answer string, evidence bool) *plant {
-	p := &plant{roles: []string{"user", "assistant"}, texts: []string{req, answer}, evidence: -1, session: s}
+	p := &plant{roles: []string{"user", "assistant"}, texts: []string{req, answer}, evidence: -1, placement: placement{session: s}}
 	if evidence {
 		p.evidence = 1
 	}
@@ -423,7 +473,7 @@ func (g *bankGen) ask(typ, question string, qt time.Time, gold []string, plants 
 	if gold == nil {
 		gold = []string{}
 	}
-	g.questions = append(g.questions, pendingQuestion{
+	g.questions = append(g.questions, pendingQuestion[*plant]{
 		q: Question{
 			ID:             fmt.Sprintf("%s-q%03d", g.id, len(g.questions)),
 			BankID:         g.id,
@@ -671,21 +721,18 @@ func (g *bankGen) finish() ([]Event, []Question) {
 	}
 	events := make([]Event, 0, len(g.sessions))
 	for i, s := range g.sessions {
-		sid := fmt.Sprintf("%s-s%02d", g.id, i)
+		sid := sessionID(g.id, i)
 		nf := g.cfg.FillerExchanges + g.rng.IntN(3)
 		exchanges := make([]*plant, 0, nf+len(s.plants))
 		for _, fi := range g.order(len(fillers))[:min(nf, len(fillers))] {
 			f := fillers[fi]
 			exchanges = append(exchanges, &plant{
 				roles:    []string{"user", "assistant"},
-				texts:    []string{g.fillSlots(f[0]), g.fillSlots(f[1])},
+				texts:    []string{fillSlots(g.rng, g.v.fillerSlots, f[0]), fillSlots(g.rng, g.v.fillerSlots, f[1])},
 				evidence: -1,
 			})
 		}
-		for _, p := range s.plants {
-			at := g.rng.IntN(len(exchanges) + 1)
-			exchanges = append(exchanges[:at], append([]*plant{p}, exchanges[at:]...)...)
-		}
+		exchanges = interleave(g.rng, exchanges, s.plants)
 		ev := Event{
 			BankID:     g.id,
 			EventID:    "eval:" + sid,
@@ -718,24 +765,5 @@ func (g *bankGen) finish() ([]Event, []Question) {
 				Messages: []Message{m}, Tags: ev.Tags, Metadata: meta})
 		}
 	}
-	qs := make([]Question, 0, len(g.questions))
-	for _, pq := range g.questions {
-		q := pq.q
-		for _, p := range pq.plants {
-			q.Evidence = append(q.Evidence, Evidence{SessionID: fmt.Sprintf("%s-s%02d", g.id, p.session), TurnIndex: p.turnIndex})
-		}
-		qs = append(qs, q)
-	}
-	return events, qs
-}
-
-// fillSlots fills a filler turn's placeholders, drawing the slot values in
-// key order so the dataset does not depend on map iteration.
-func (g *bankGen) fillSlots(s string) string {
-	keys := slices.Sorted(maps.Keys(g.v.fillerSlots))
-	kv := make([]string, 0, 2*len(keys))
-	for _, k := range keys {
-		kv = append(kv, k, pick(g.rng, g.v.fillerSlots[k]))
-	}
-	return fill(s, kv...)
+	return events, resolveEvidence(g.id, g.questions)
 }
