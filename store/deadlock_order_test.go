@@ -2,9 +2,15 @@ package store_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/store"
 )
 
@@ -148,3 +154,131 @@ func TestDeadLetterClaimOrderCannotDeadlock(t *testing.T) {
 		t.Fatalf("claim of a fresh and a replayed dead letter: %+v %v, want offset 3 alone", got, err)
 	}
 }
+
+// TestDeleteDocumentCannotDeadlockWithConsolidation deletes a document
+// while a consolidation of one of its facts holds the fact's queue row
+// and an observation citing another of its facts, and waits (on hold) to
+// link its new observation to an entity. The delete deleted the facts
+// and waited for the queue row (the cascade), then the consolidation's
+// evidence insert waited for the deleted fact: "deadlock detected
+// (SQLSTATE 40P01)", the delete run again by writeTx or the consolidation
+// failed. The delete now locks the queue rows first and waits there.
+func TestDeleteDocumentCannotDeadlockWithConsolidation(t *testing.T) {
+	t.Parallel()
+	st, retries := migratedCountingRetries(t)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	ivo := store.DeriveID("b", "entity", "ivo")
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("d1", "Hana", 2, at), personEvent("d2", "Ivo", 1, at)}); err != nil {
+		t.Fatal(err)
+	}
+	f0, f1 := store.DeriveID("b", "fact", "d1-0"), store.DeriveID("b", "fact", "d1-1")
+	ev := func(id uuid.UUID) []store.ObsEvidence {
+		return []store.ObsEvidence{{MemoryID: id, Quote: "q", Relevance: 1, At: at}}
+	}
+	cited, fresh := store.DeriveID("b", "obs", "cited"), store.DeriveID("b", "obs", "fresh")
+	if out, err := st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: "b", FactIDs: []uuid.UUID{f0}, Now: at, Trend: countTrend,
+		Edits: []store.ObsEdit{{Kind: store.EditCreate, ObservationID: cited, Text: "Hana", Embedding: []float32{1, 0, 0, 0}, Evidence: ev(f0)}}}); err != nil || !out.Applied {
+		t.Fatalf("first consolidation: %+v %v", out, err)
+	}
+	hold, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM entities WHERE id = $1 FOR UPDATE`, ivo); err != nil {
+		t.Fatal(err)
+	}
+	type applied struct {
+		out store.ApplyOutcome
+		err error
+	}
+	consolidated := make(chan applied, 1)
+	go func() {
+		out, err := st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: "b", FactIDs: []uuid.UUID{f1}, Now: at.Add(time.Hour), Trend: countTrend,
+			Edits: []store.ObsEdit{
+				{Kind: store.EditEvidence, ObservationID: cited, Evidence: ev(f1)},
+				{Kind: store.EditCreate, ObservationID: fresh, Text: "Hana and Ivo", Embedding: []float32{0, 1, 0, 0}, EntityIDs: []uuid.UUID{ivo}, Evidence: ev(f1)},
+			}})
+		consolidated <- applied{out, err}
+	}()
+	waitForBlocked(t, st, hold, `INSERT INTO unit_entities%`)
+	type deletion struct {
+		res store.DocumentDeletion
+		err error
+	}
+	deleted := make(chan deletion, 1)
+	go func() {
+		res, err := st.DeleteDocument(ctx, "b", "d1")
+		deleted <- deletion{res, err}
+	}()
+	waitBehindBlocked(t, st, hold, "the delete never waited for the consolidation")
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, d := <-consolidated, <-deleted
+	if c.err != nil || !c.out.Applied {
+		t.Fatalf("consolidation racing a document delete: %+v %v", c.out, c.err)
+	}
+	if d.err != nil {
+		t.Fatalf("document delete racing a consolidation: %v", d.err)
+	}
+	if n, first := retries.counts(); n != 0 {
+		t.Fatalf("the delete lost %d time(s) to the consolidation and ran again: %s", n, first)
+	}
+	// It saw the consolidation's evidence: both observations lost all of it.
+	if d.res.MemoryUnits != 2 || d.res.ObservationsInvalidated != 2 {
+		t.Fatalf("deletion %+v; want 2 units and both observations invalidated", d.res)
+	}
+}
+
+// migratedCountingRetries is migrated(t, 4), with a count of the write
+// transactions writeTx ran again after losing to a concurrent writer.
+func migratedCountingRetries(t *testing.T) (*store.Store, *retryCounter) {
+	t.Helper()
+	url, _ := pgtest.Schema(t)
+	c := &retryCounter{}
+	st, err := store.Open(context.Background(), store.Deps{Logger: slog.New(c)}, store.Config{URL: url, Dim: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return st, c
+}
+
+// retryCounter is a log handler counting writeTx's "running it again",
+// with the error of the first.
+type retryCounter struct {
+	mu    sync.Mutex
+	n     int
+	first string
+}
+
+func (c *retryCounter) counts() (int, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n, c.first
+}
+
+func (c *retryCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (c *retryCounter) Handle(_ context.Context, r slog.Record) error {
+	if !strings.Contains(r.Message, "running it again") {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n++; c.n == 1 {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "error" {
+				c.first = a.Value.String()
+			}
+			return true
+		})
+	}
+	return nil
+}
+func (c *retryCounter) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *retryCounter) WithGroup(string) slog.Handler      { return c }

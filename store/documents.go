@@ -57,6 +57,16 @@ const (
 		LIMIT $2 OFFSET $3`
 	qDocumentLock  = `SELECT 1 FROM documents WHERE bank_id = $1 AND id = $2 FOR UPDATE`
 	qDocumentUnits = `SELECT id FROM memory_units WHERE bank_id = $1 AND document_id = $2`
+	// Consolidation locks a batch's queue rows, then observations, then
+	// (foreign-key key-share locks) entities and facts; deleting the facts
+	// cascades to their queue rows, and the recount updates observations.
+	// A delete takes its locks in the same order before it deletes
+	// anything, or it and a drain of the bank each wait for the other.
+	// Queue rows first: waiting for a drain holding one of the document's
+	// facts, the next statements see what that drain committed.
+	qDocumentLockQueue = `SELECT unit_id FROM consolidation_queue WHERE unit_id = ANY($1::uuid[]) ORDER BY unit_id FOR UPDATE`
+	// The recount's own lock, taken early.
+	qDocumentLockObservations = `SELECT id FROM memory_units WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE`
 	// Observations citing the doomed units lose that evidence; the ones
 	// that are themselves doomed are not worth updating.
 	qDocumentObservations = `SELECT DISTINCT observation_id FROM observation_evidence
@@ -177,9 +187,17 @@ func deleteDocumentTx(ctx context.Context, tx pgx.Tx, bankID, docID string) (Doc
 		if err != nil {
 			return fmt.Errorf("units: %w", err)
 		}
+		if _, err := tx.Exec(ctx, qDocumentLockQueue, ids); err != nil {
+			return fmt.Errorf("lock queued facts: %w", err)
+		}
 		obs, err := collectUUIDs(ctx, tx, qDocumentObservations, ids)
 		if err != nil {
 			return fmt.Errorf("observations: %w", err)
+		}
+		if len(obs) > 0 {
+			if _, err := tx.Exec(ctx, qDocumentLockObservations, obs); err != nil {
+				return fmt.Errorf("lock observations: %w", err)
+			}
 		}
 		ents, err := collectUUIDs(ctx, tx, qDocumentEntities, ids)
 		if err != nil {
