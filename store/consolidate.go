@@ -261,11 +261,15 @@ const (
 			  AND m.embedding IS NOT NULL AND m.id <> s.id
 			  AND array_cat(m.tags, '{}') @> s.tags AND array_cat(m.tags, '{}') <@ s.tags
 			  AND (m.embedding <=> s.embedding) <= $3)`
+	// The whole group is locked here, in id order as everywhere else
+	// (a document delete locks its observations so), before any evidence
+	// moves: locked one by one in survivor order, a merge held one and
+	// waited for another that a delete held while it waited for the first.
 	qObsNearDuplicates = `SELECT m.id, m.proof_count, m.created_at FROM memory_units m
 		WHERE m.bank_id = $1 AND m.fact_type = 'observation' AND m.state = 'valid'
 		  AND m.tags @> $2::text[] AND m.tags <@ $2::text[] AND m.embedding IS NOT NULL AND m.id <> $4
 		  AND (m.embedding <=> $3::halfvec) <= $5
-		ORDER BY m.id`
+		ORDER BY m.id FOR UPDATE`
 	qObsSelf         = `SELECT tags, proof_count, created_at, embedding FROM memory_units WHERE id = $1`
 	qObsMoveEvidence = `INSERT INTO observation_evidence (observation_id, memory_id, quote, relevance, evidence_at)
 		SELECT $1, memory_id, quote, relevance, evidence_at FROM observation_evidence WHERE observation_id = $2

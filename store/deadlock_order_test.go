@@ -232,6 +232,76 @@ func TestDeleteDocumentCannotDeadlockWithConsolidation(t *testing.T) {
 	}
 }
 
+// TestMergeLocksNearDuplicatesInIDOrder merges a new observation into
+// three near-duplicates whose survivor order (most evidence first) is not
+// their id order, while another transaction holds the lowest id and then
+// locks the middle one, as a document delete locks observations. Locked
+// one by one in survivor order, the merge held the middle one and waited
+// for the lowest: a deadlock (SQLSTATE 40P01).
+func TestMergeLocksNearDuplicatesInIDOrder(t *testing.T) {
+	t.Parallel()
+	st, ids, at := threePending(t)
+	ctx := context.Background()
+	low, mid, high := uuid.MustParse("00000000-0000-4000-8000-000000000001"), uuid.MustParse("00000000-0000-4000-8000-000000000002"),
+		uuid.MustParse("00000000-0000-4000-8000-000000000003")
+	// high survives (3), then mid (2), then low (1).
+	for id, proofs := range map[uuid.UUID]int{low: 1, mid: 2, high: 3} {
+		if _, err := st.Pool().Exec(ctx, `INSERT INTO memory_units (id, bank_id, fact_type, text, embedding, mentioned_at, idempotency_key, proof_count)
+			VALUES ($1, 'a', 'observation', 'likes tea', '[1,0,0,0]', now(), $3, $2)`, id, proofs, id.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hold, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	lock := func(id uuid.UUID) error {
+		_, err := hold.Exec(ctx, `SELECT 1 FROM memory_units WHERE id = $1 FOR UPDATE`, id)
+		return err
+	}
+	if err := lock(low); err != nil {
+		t.Fatal(err)
+	}
+	type applied struct {
+		out store.ApplyOutcome
+		err error
+	}
+	done := make(chan applied, 1)
+	go func() {
+		out, err := st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: "a", FactIDs: ids[:1], Now: at, MergeThreshold: 0.97, Trend: countTrend,
+			Edits: []store.ObsEdit{{Kind: store.EditCreate, ObservationID: store.DeriveID("a", "obs", "new"), Text: "enjoys tea",
+				Embedding: []float32{1, 0, 0, 0}, Evidence: []store.ObsEvidence{{MemoryID: ids[0], Quote: "q", Relevance: 1, At: at}}}}})
+		done <- applied{out, err}
+	}()
+	waitForBlocked(t, st, hold, `SELECT %FROM memory_units%FOR UPDATE`)
+	if err := lock(mid); err != nil {
+		t.Fatalf("the held transaction's lock of the middle observation: %v", err)
+	}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || !r.out.Applied || r.out.Merged != 3 {
+		t.Fatalf("merge racing a transaction locking in id order: %+v %v; want 3 merged", r.out, r.err)
+	}
+	var valid []uuid.UUID
+	rows, err := st.Pool().Query(ctx, `SELECT id FROM memory_units WHERE fact_type = 'observation' AND state = 'valid'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		valid = append(valid, id)
+	}
+	if rows.Close(); rows.Err() != nil || len(valid) != 1 || valid[0] != high {
+		t.Fatalf("valid observations after the merge %v (%v), want the survivor %s alone", valid, rows.Err(), high)
+	}
+}
+
 // migratedCountingRetries is migrated(t, 4), with a count of the write
 // transactions writeTx ran again after losing to a concurrent writer.
 func migratedCountingRetries(t *testing.T) (*store.Store, *retryCounter) {
