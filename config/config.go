@@ -230,11 +230,12 @@ type Embed struct {
 	// APIKey is the openai provider's key.
 	APIKey string `yaml:"api_key"`
 	// Model names the model: for openai the server's model name, for local
-	// use-multilingual-v3 (512 dimensions) or
-	// use-multilingual-v3+all-minilm-l6-v2 (896: the USE and the English
-	// MiniLM joined, stronger on English paraphrase, about five times the
-	// embedding cost per fact); empty means the provider's default, those
-	// named first here and text-embedding-3-small for openai.
+	// use-multilingual-v3+all-minilm-l6-v2 (896 dimensions: the
+	// multilingual USE and the English MiniLM joined) or
+	// use-multilingual-v3 (512: the USE alone, weaker on English
+	// paraphrase, about a third of the embedding cost per fact); empty
+	// means the provider's default, those named first here and
+	// text-embedding-3-small for openai.
 	Model string `yaml:"model"`
 	// Dim is the vector size; a database keeps the one it was made with.
 	Dim int `yaml:"dim"`
@@ -259,17 +260,21 @@ type Embed struct {
 	SendInputType bool `yaml:"send_input_type"`
 }
 
-// DefaultLocalModel is the local provider's default model, the
-// multilingual USE v3.
-const DefaultLocalModel = "use-multilingual-v3"
+// USELocalModel is the multilingual Universal Sentence Encoder v3 on its
+// own: the local provider's lighter model.
+const USELocalModel = "use-multilingual-v3"
+
+// JoinedLocalModel is the USE and the English all-MiniLM-L6-v2 side by
+// side, one vector made of both (package embed, Concat).
+const JoinedLocalModel = "use-multilingual-v3+all-minilm-l6-v2"
+
+// DefaultLocalModel is the local provider's default model, the joined one:
+// it is ahead of the USE alone on the held-out evaluation
+// (docs/EMBEDDINGS.md).
+const DefaultLocalModel = JoinedLocalModel
 
 // LocalModelDim is the vector size of DefaultLocalModel.
-const LocalModelDim = 512
-
-// JoinedLocalModel is the local provider's other model: the USE and the
-// English all-MiniLM-L6-v2 side by side, one vector made of both (package
-// embed, Concat).
-const JoinedLocalModel = "use-multilingual-v3+all-minilm-l6-v2"
+const LocalModelDim = 896
 
 // DefaultOpenAIModel is the openai provider's default model.
 const DefaultOpenAIModel = "text-embedding-3-small"
@@ -277,8 +282,8 @@ const DefaultOpenAIModel = "text-embedding-3-small"
 // LocalModels maps each model the local provider runs to its vector size
 // (package embed's tests keep the two tables equal).
 var LocalModels = map[string]int{
-	DefaultLocalModel: LocalModelDim,
-	JoinedLocalModel:  896,
+	USELocalModel:    512,
+	JoinedLocalModel: LocalModelDim,
 }
 
 // ModelName is the model e names once defaults are applied: Model, or the
@@ -648,7 +653,7 @@ func (c *Config) Validate() error {
 	case c.Embed.Provider == "local":
 		name := c.Embed.ModelName()
 		if want, ok := LocalModels[name]; !ok {
-			add(fieldErr("embed.model", "the local provider runs %s or %s, got %q", DefaultLocalModel, JoinedLocalModel, name))
+			add(fieldErr("embed.model", "the local provider runs %s (the default) or %s, got %q", JoinedLocalModel, USELocalModel, name))
 		} else if c.Embed.Dim != want {
 			add(fieldErr("embed.dim", "the local model %s makes %d dimensions, got %d", name, want, c.Embed.Dim))
 		}

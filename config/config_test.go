@@ -60,7 +60,7 @@ func TestBadFiles(t *testing.T) {
 		"facts-cap.bad.yml":        "pipeline.max_facts_per_chunk",
 		"local-dim.bad.yml":        "embed.dim",
 		"local-model.bad.yml":      "embed.model",
-		"joined-dim.bad.yml":       "embed.dim", // the joined model makes 896, not the default 512
+		"use-dim.bad.yml":          "embed.dim", // the USE alone makes 512, not the default 896
 		"trace-cap.bad.yml":        "llm.trace_max_per_bank",
 		"trace-retention.bad.yml":  "llm.trace_retention",
 		"audit-retention.bad.yml":  "http.audit_retention",

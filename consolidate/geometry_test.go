@@ -154,12 +154,12 @@ func TestConsolidationHoldsOnEveryEmbedder(t *testing.T) {
 	if dir, err := embed.FindModelDir(""); err == nil {
 		c := config.Default().Embed
 		c.ModelDir, c.CacheSize = filepath.Dir(dir), 0
-		l, err := embed.FromConfig(c) // the default local model
+		j, err := embed.FromConfig(c) // the default: USE and MiniLM joined
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.Model, c.Dim = config.JoinedLocalModel, config.LocalModels[config.JoinedLocalModel]
-		j, err := embed.FromConfig(c) // USE and MiniLM joined
+		c.Model, c.Dim = config.USELocalModel, config.LocalModels[config.USELocalModel]
+		l, err := embed.FromConfig(c) // the USE alone
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,11 +167,11 @@ func TestConsolidationHoldsOnEveryEmbedder(t *testing.T) {
 			name string
 			emb  embedder
 			dim  int
-		}{"local", l, l.Dim()}, struct {
+		}{"local-joined", j, j.Dim()}, struct {
 			name string
 			emb  embedder
 			dim  int
-		}{"local-joined", j, j.Dim()})
+		}{"local-use", l, l.Dim()})
 	} else if os.Getenv("MEMSTREAM_REQUIRE_MODEL") == "1" {
 		t.Fatal(err)
 	} else {

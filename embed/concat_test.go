@@ -81,8 +81,8 @@ func TestConcatPartErrorFailsTheCall(t *testing.T) {
 	}
 }
 
-// The local provider's default is the USE alone, with the key databases
-// made by it hold; embed.model selects USE and MiniLM joined.
+// The local provider's default is USE and MiniLM joined; embed.model
+// selects the USE alone, with the key databases made by it hold.
 func TestFromConfigLocalModels(t *testing.T) {
 	root := filepath.Dir(testModelDir(t))
 	testMiniLMDir(t)
@@ -92,18 +92,21 @@ func TestFromConfigLocalModels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := e.(*Local); !ok || Key(cfg) != "local/use-multilingual-v3/512" {
-		t.Errorf("default local embedder %T, key %q", e, Key(cfg))
+	c, ok := e.(*Concat)
+	if !ok || c.Dim() != 896 || !strings.HasPrefix(c.Model(), config.JoinedLocalModel) {
+		t.Fatalf("default local embedder %T %d, want the joined model", e, e.Dim())
 	}
-	cfg.Model, cfg.Dim = config.JoinedLocalModel, LocalDim+MiniLMDim
+	if k := Key(cfg); k != "local/"+config.JoinedLocalModel+"/896" {
+		t.Errorf("default Key = %q", k)
+	}
+	cfg.Model, cfg.Dim = config.USELocalModel, LocalDim
 	if e, err = FromConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
-	c, ok := e.(*Concat)
-	if !ok || c.Dim() != 896 || !strings.HasPrefix(c.Model(), config.JoinedLocalModel) {
-		t.Fatalf("joined local embedder %T %d", e, e.Dim())
+	if _, ok := e.(*Local); !ok {
+		t.Fatalf("embed.model %s gave %T, want the USE alone", config.USELocalModel, e)
 	}
-	if k := Key(cfg); k != "local/"+config.JoinedLocalModel+"/896" {
+	if k := Key(cfg); k != "local/use-multilingual-v3/512" {
 		t.Errorf("Key = %q", k)
 	}
 }

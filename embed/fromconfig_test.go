@@ -11,9 +11,12 @@ func TestFromConfigFollowsProvider(t *testing.T) {
 	if d := config.LocalModels[LocalModelName]; d != LocalDim {
 		t.Fatalf("config.LocalModels[%s] = %d, embed.LocalDim %d: keep them equal", LocalModelName, d, LocalDim)
 	}
-	if d := config.LocalModels[config.JoinedLocalModel]; d != LocalDim+MiniLMDim || config.DefaultLocalModel != LocalModelName || config.LocalModelDim != LocalDim {
-		t.Fatalf("config.LocalModels[%s] = %d, default %s at %d; want %d, %s at %d", config.JoinedLocalModel, d,
-			config.DefaultLocalModel, config.LocalModelDim, LocalDim+MiniLMDim, LocalModelName, LocalDim)
+	if config.USELocalModel != LocalModelName {
+		t.Fatalf("config.USELocalModel %q, embed.LocalModelName %q: keep them equal", config.USELocalModel, LocalModelName)
+	}
+	if d := config.LocalModels[config.JoinedLocalModel]; d != LocalDim+MiniLMDim || config.DefaultLocalModel != config.JoinedLocalModel || config.LocalModelDim != LocalDim+MiniLMDim {
+		t.Fatalf("config.LocalModels[%s] = %d, default %s at %d; want %d, the joined model at its size", config.JoinedLocalModel, d,
+			config.DefaultLocalModel, config.LocalModelDim, LocalDim+MiniLMDim)
 	}
 	cfg := config.Default()
 	cfg.Embed.Provider, cfg.Embed.Dim, cfg.Embed.CacheSize = "hash", 64, 0

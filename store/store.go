@@ -226,7 +226,7 @@ func (s *Store) Migrate(ctx context.Context) ([]string, error) {
 		}
 		return applied, fmt.Errorf("config embed.dim: the database was created with dimension %s, configuration says %d "+
 			"(its vectors come from %s: to keep them set embed.provider, embed.model and embed.dim to what made them, "+
-			"e.g. local, use-multilingual-v3+all-minilm-l6-v2 and 896 for a database of the joined local model; "+
+			"e.g. local, use-multilingual-v3 and 512 for a database made by the USE alone, the default before 2026-12-05; "+
 			"or give this embedder a new database or data_dir)", dim, s.dim, made)
 	}
 	if s.embedder != "" {
