@@ -86,7 +86,7 @@ func (f frameQuery) EmbedQueries(_ context.Context, texts []string) ([][]float32
 	out := make([][]float32, len(texts))
 	for i, t := range texts {
 		v := f.plain
-		if strings.HasPrefix(t, suggestionFrame) {
+		if strings.HasPrefix(t, changeFrame) {
 			v = f.framed
 		}
 		out[i] = append([]float32(nil), v...)
@@ -94,23 +94,23 @@ func (f frameQuery) EmbedQueries(_ context.Context, texts []string) ([][]float32
 	return out, nil
 }
 
-// A request for a suggestion searches with the framed vector (the taste
-// ranks first), but its similarity scores are the question's own: the
-// same with the heuristic on and off.
-func TestSuggestionSearchesFramedAndScoresPlain(t *testing.T) {
+// A question about the present searches with the framed vector (the
+// statement of change ranks first), but its similarity scores are the
+// question's own: the same with the heuristic on and off.
+func TestChangeSearchesFramedAndScoresPlain(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t, []fact{
-		{key: "taste", bank: "b1", text: "Rosa: I only eat vegetarian food"},
+		{key: "change", bank: "b1", text: "Rosa: I moved to Leeds in March"},
 		{key: "other", bank: "b1", text: "Rosa: the boiler broke again on Monday"},
 	})
-	vs, err := fx.emb.EmbedDocuments(context.Background(), []string{"Rosa: I only eat vegetarian food", "Rosa: the boiler broke again on Monday"})
+	vs, err := fx.emb.EmbedDocuments(context.Background(), []string{"Rosa: I moved to Leeds in March", "Rosa: the boiler broke again on Monday"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := fx.recaller(t, frameQuery{framed: vs[0], plain: vs[1]}, Config{Scale: simscale.Identity})
 	ask := func(off []string) ([]Result, uuid.UUID) {
 		t.Helper()
-		resp, err := r.Recall(context.Background(), Request{BankID: "b1", Query: "Any ideas for dinner tonight?", QueryTime: queryTime,
+		resp, err := r.Recall(context.Background(), Request{BankID: "b1", Query: "Where does Rosa live now?", QueryTime: queryTime,
 			Arms: []string{ArmSemantic}, Off: off, Trace: true})
 		if err != nil {
 			t.Fatal(err)
@@ -121,9 +121,9 @@ func TestSuggestionSearchesFramedAndScoresPlain(t *testing.T) {
 		return resp.Results, resp.Trace.Arms[0].Candidates[0].ID
 	}
 	on, onFirst := ask(nil)
-	off, offFirst := ask([]string{HeuristicSuggestion})
-	if onFirst != fx.id(t, "taste") {
-		t.Error("with the frame, the semantic arm's first candidate is not the stated taste")
+	off, offFirst := ask([]string{HeuristicChange})
+	if onFirst != fx.id(t, "change") {
+		t.Error("with the frame, the semantic arm's first candidate is not the statement of change")
 	}
 	if offFirst != fx.id(t, "other") {
 		t.Error("without the frame, the semantic arm's first candidate is not the plain nearest")

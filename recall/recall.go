@@ -103,8 +103,8 @@ type Request struct {
 // Ranking heuristics applied on top of the arms and fusion, each of which
 // a request can switch off (Request.Off). Each stays only while the
 // held-out ablation shows it helps (docs/EVALUATION.md); attribute slots,
-// fresh-first, the proof-count boost and the trend factor were removed
-// that way.
+// fresh-first, the proof-count boost, the trend factor, the suggestion
+// frame and the taste and named lists were removed that way.
 const (
 	// HeuristicDedupe collapses results with the same text (dedupe.go).
 	HeuristicDedupe = "dedupe"
@@ -117,10 +117,6 @@ const (
 	// HeuristicArmWeights weighs the arms in RRF (Config.ArmWeights);
 	// off, every arm counts the same.
 	HeuristicArmWeights = "arm_weights"
-	// HeuristicSuggestion embeds a request for a suggestion behind a
-	// statement of taste and habit (suggest.go), so that it finds what
-	// the asker likes and usually does.
-	HeuristicSuggestion = "suggestion"
 	// HeuristicPresent orders the head of the answer to a question about
 	// the present state of something by full recency (present.go), so the
 	// newest statement of a changed state ranks above the older ones.
@@ -129,17 +125,10 @@ const (
 	// statement of change (present.go), so that it finds the statement
 	// that changed the state.
 	HeuristicChange = "change"
-	// HeuristicTaste gives a request for a suggestion one more fused list:
-	// the loaded first-person statements of taste and habit (taste.go).
-	HeuristicTaste = "taste"
-	// HeuristicNamed gives a who/where/which question about the present
-	// one more fused list: the loaded first-person statements that name
-	// someone or something (taste.go).
-	HeuristicNamed = "named"
 )
 
 // Heuristics lists every switchable heuristic, in ablation order.
-var Heuristics = []string{HeuristicDedupe, HeuristicRecency, HeuristicQueryForm, HeuristicArmWeights, HeuristicSuggestion, HeuristicPresent, HeuristicChange, HeuristicTaste, HeuristicNamed}
+var Heuristics = []string{HeuristicDedupe, HeuristicRecency, HeuristicQueryForm, HeuristicArmWeights, HeuristicPresent, HeuristicChange}
 
 // Scores explains a result's rank.
 type Scores struct {
@@ -527,10 +516,7 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 		defer cancel()
 		t0 := time.Now()
 		text := q.Query
-		if !q.off[HeuristicSuggestion] {
-			text = suggestionQuery(text)
-		}
-		if !q.off[HeuristicChange] && text == q.Query && len(q.windows) == 0 {
+		if !q.off[HeuristicChange] && len(q.windows) == 0 {
 			text = changeQuery(text)
 		}
 		texts := []string{text}
@@ -643,12 +629,6 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 		}
 		t1 := time.Now()
 		hydrateDur = t1.Sub(t0)
-		if !q.off[HeuristicTaste] && suggestionRequest(q.Query) {
-			fs = listFuse(q, traces, hs, fs, r.cfg.RRFK, weights, tasteResult)
-		}
-		if !q.off[HeuristicNamed] && len(q.windows) == 0 && presentQuery(q.Query) && nameQuestion(q.Query) {
-			fs = listFuse(q, traces, hs, fs, r.cfg.RRFK, weights, namingResult)
-		}
 		scoreResults(hs, fs, q, r.cfg)
 		if !q.off[HeuristicDedupe] {
 			hs, collapsed = collapseDuplicates(hs)

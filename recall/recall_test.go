@@ -792,7 +792,7 @@ func TestSmallBankSemanticIsExact(t *testing.T) {
 	cs := &countingStore{Store: fx.st}
 	r := fx.recallerWith(t, Deps{Store: cs, Embedder: fx.emb}, Config{})
 	query := "the garden by the river"
-	off := []string{HeuristicQueryForm, HeuristicSuggestion, HeuristicChange} // search with the plain query vector
+	off := []string{HeuristicQueryForm, HeuristicChange} // search with the plain query vector
 	resp, err := r.Recall(ctx, Request{BankID: "small", Query: query, QueryTime: queryTime, Off: off, Trace: true})
 	if err != nil {
 		t.Fatal(err)
