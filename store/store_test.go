@@ -313,3 +313,32 @@ func TestRecalledGINIndexesBoundTheirPendingList(t *testing.T) {
 		}
 	}
 }
+
+// A database made by the USE default of before 2026-12-05 is refused by the
+// joined default, with an error that names what made it and the settings
+// that keep it (docs/OPERATIONS.md, "Upgrades").
+func TestMigrateRefusesTheNewDefaultOnAUSEDatabase(t *testing.T) {
+	t.Parallel()
+	url, _ := pgtest.Schema(t)
+	ctx := context.Background()
+	openAs := func(dim int, name string) *store.Store {
+		st, err := store.Open(ctx, store.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, store.Config{URL: url, Dim: dim, Embedder: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(st.Close)
+		return st
+	}
+	if _, err := openAs(512, "local/use-multilingual-v3/512").Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err := openAs(896, "local/use-multilingual-v3+all-minilm-l6-v2/896").Migrate(ctx)
+	if err == nil {
+		t.Fatal("the joined default started on a database of the USE")
+	}
+	for _, want := range []string{"embed.dim", "local/use-multilingual-v3/512", "use-multilingual-v3 and 512"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not name %q", err, want)
+		}
+	}
+}
