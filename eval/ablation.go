@@ -25,7 +25,7 @@ type Variant struct {
 // Heuristics are memstream's switchable ranking heuristics (recall's
 // Heuristics); the ablation runs once with each one off, so each has to
 // show what it is worth on the held-out part.
-var Heuristics = []string{"dedupe", "recency", "query_form", "arm_weights", "present", "change"}
+var Heuristics = []string{"dedupe", "recency", "query_form", "query_centre", "arm_weights", "present", "change"}
 
 // RecallArms are the retrieval arms of memstream's recall, in the order
 // the ablation table lists them.

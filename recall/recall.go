@@ -125,10 +125,14 @@ const (
 	// statement of change (present.go), so that it finds the statement
 	// that changed the state.
 	HeuristicChange = "change"
+	// HeuristicQueryCentre subtracts the mean question vector from the
+	// query vector (simscale.Scale.Centred), so that generic statements
+	// near every question stop crowding the answer out.
+	HeuristicQueryCentre = "query_centre"
 )
 
 // Heuristics lists every switchable heuristic, in ablation order.
-var Heuristics = []string{HeuristicDedupe, HeuristicRecency, HeuristicQueryForm, HeuristicArmWeights, HeuristicPresent, HeuristicChange}
+var Heuristics = []string{HeuristicDedupe, HeuristicRecency, HeuristicQueryForm, HeuristicQueryCentre, HeuristicArmWeights, HeuristicPresent, HeuristicChange}
 
 // Scores explains a result's rank.
 type Scores struct {
@@ -541,10 +545,13 @@ func (r *Recaller) recall(ctx context.Context, req Request, start time.Time) (Re
 			return
 		}
 		form := func(v []float32) []float32 {
-			if q.off[HeuristicQueryForm] {
-				return v
+			if !q.off[HeuristicQueryForm] {
+				v = r.cfg.Scale.Declarative(v)
 			}
-			return r.cfg.Scale.Declarative(v)
+			if !q.off[HeuristicQueryCentre] {
+				v = r.cfg.Scale.Centred(v)
+			}
+			return v
 		}
 		q.vec = form(vs[0])
 		q.simVec = q.vec

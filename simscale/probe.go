@@ -2,8 +2,8 @@ package simscale
 
 // probeVersion changes whenever the probe set or what is measured on it
 // does, so that a scale measured by an older version is measured again
-// (2: the query-form direction).
-const probeVersion = 2
+// (2: the query-form direction; 3: the query mean).
+const probeVersion = 3
 
 // probeSpeaker labels the first-person probe statements the way the
 // extractor labels a speaker's facts ("Sam: I …"), so the probe sees the

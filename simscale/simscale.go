@@ -53,8 +53,17 @@ type Scale struct {
 	// ("Where do I live now?" is closer to "Any tips for a follow-up
 	// email?" than to "We live in Mission Bay"); Declarative takes this
 	// direction out of a query vector. Empty for a scale measured without
-	// it. The query anchors above are measured on declarative queries.
+	// it. The query anchors above are measured on the queries recall searches with (Query).
 	QueryForm []float32 `json:"query_form,omitempty"`
+	// QueryMean is the mean of the probe questions' unit vectors: what
+	// every question shares, whatever it asks. QueryForm takes one
+	// direction of the interrogative form out of a query; the rest of it
+	// still puts a question near the other questions of a bank (a user
+	// asking for tips, an assistant asking back), which crowd out the
+	// statement that answers it. Centred subtracts the mean, the centring
+	// of Mu and Viswanath's "all-but-the-top". Empty for a scale measured
+	// without it.
+	QueryMean []float32 `json:"query_mean,omitempty"`
 }
 
 // Identity is the scale whose levels are cosines (unrelated 0, related 1):
@@ -137,6 +146,25 @@ func (s Scale) Declarative(q []float32) []float32 {
 	return out
 }
 
+// Centred returns q minus QueryMean, so that a query ranks statements by
+// what sets it apart from other questions. Against unit document vectors
+// this orders them as q·d − μ·d: a text's nearness to questions in
+// general is taken off its score. q is returned unchanged when the scale
+// has no mean or its dimension differs; q itself is not modified.
+func (s Scale) Centred(q []float32) []float32 {
+	if len(s.QueryMean) == 0 || len(s.QueryMean) != len(q) {
+		return q
+	}
+	out := make([]float32, len(q))
+	for i, m := range s.QueryMean {
+		out[i] = q[i] - m
+	}
+	return out
+}
+
+// Query is the vector recall searches with: Centred(Declarative(q)).
+func (s Scale) Query(q []float32) []float32 { return s.Centred(s.Declarative(q)) }
+
 // Embedder is what Measure needs (embed.Embedder has both methods).
 type Embedder interface {
 	EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error)
@@ -172,9 +200,9 @@ func Measure(ctx context.Context, emb Embedder, key string) (Scale, error) {
 	}
 	pv := dv[len(docs):]
 	dv = dv[:len(docs)]
-	s := Scale{Key: key, Version: probeVersion, QueryForm: queryForm(qv, pv, groupOf)}
+	s := Scale{Key: key, Version: probeVersion, QueryForm: queryForm(qv, pv, groupOf), QueryMean: unitMean(qv)}
 	for i := range qv {
-		qv[i] = s.Declarative(qv[i])
+		qv[i] = s.Query(qv[i])
 	}
 	var related, unrelated, answer, qUnrelated []float64
 	for i := range docs {
@@ -248,6 +276,30 @@ func queryForm(qv, pv [][]float32, groupOf []int) []float32 {
 	out := make([]float32, dim)
 	for k, x := range sum {
 		out[k] = float32(x / math.Sqrt(ss))
+	}
+	return out
+}
+
+// unitMean is the mean of vs normalised, or nil when vs is empty or the
+// dimensions differ.
+func unitMean(vs [][]float32) []float32 {
+	if len(vs) == 0 {
+		return nil
+	}
+	dim := len(vs[0])
+	sum := make([]float64, dim)
+	for _, v := range vs {
+		if len(v) != dim {
+			return nil
+		}
+		n := vnorm(v)
+		for k := range v {
+			sum[k] += float64(v[k]) / n
+		}
+	}
+	out := make([]float32, dim)
+	for k, x := range sum {
+		out[k] = float32(x / float64(len(vs)))
 	}
 	return out
 }
