@@ -2,6 +2,8 @@ package eval
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -51,6 +53,35 @@ func AblationVariants() []Variant {
 		vs = append(vs, Variant{Name: "heuristic off: " + h, Off: []string{h}})
 	}
 	vs = append(vs, Variant{Name: "all heuristics off", Off: Heuristics})
+	return vs
+}
+
+// ParseJointOff reads sets of heuristics to switch off together: sets
+// separated by commas, names within a set by "+". Every name must be one
+// of Heuristics and a set must name at least two.
+func ParseJointOff(s string) ([][]string, error) {
+	var out [][]string
+	for _, set := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		names := strings.Split(set, "+")
+		if len(names) < 2 {
+			return nil, fmt.Errorf("%q: a set names two heuristics or more, joined by +", set)
+		}
+		for _, n := range names {
+			if !slices.Contains(Heuristics, n) {
+				return nil, fmt.Errorf("%q is not a heuristic (%s)", n, strings.Join(Heuristics, ", "))
+			}
+		}
+		out = append(out, names)
+	}
+	return out, nil
+}
+
+// JointVariants are the ablation rows of sets of heuristics off together.
+func JointVariants(sets [][]string) []Variant {
+	var vs []Variant
+	for _, set := range sets {
+		vs = append(vs, Variant{Name: "heuristics off: " + strings.Join(set, "+"), Off: set})
+	}
 	return vs
 }
 

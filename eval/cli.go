@@ -10,7 +10,7 @@ import (
 // Usage is the help text of `memstream eval`.
 const Usage = `Usage:
   memstream eval gen --out DIR [--seed N] [--size small|full|gate] [--part heldout|tuning|both|dialogue|dialogue-tuning|all]
-  memstream eval run DIR [--api URL] [--part heldout|tuning|dialogue|dialogue-tuning] [--arms a,b] [--fusion rrf|interleave] [--ablation]
+  memstream eval run DIR [--api URL] [--part heldout|tuning|dialogue|dialogue-tuning] [--arms a,b] [--fusion rrf|interleave] [--ablation [--ablation-off a+b]]
   memstream eval run DIR --target hindsight --ingest retain (--api URL | --hindsight-bin BIN)
 
 gen writes a deterministic LongMemEval-style dataset (events.jsonl,

@@ -56,6 +56,10 @@ type BenchmarkConfig struct {
 	Arms     []string
 	Fusion   string
 	Ablation bool
+	// AblationOff adds ablation rows with each set of heuristics off
+	// together (ParseJointOff): redundant heuristics each look useless
+	// one at a time.
+	AblationOff [][]string
 	// MaxTokens is the recall budget (default 2048); Concurrency the
 	// questions in flight (default 1).
 	MaxTokens   int
@@ -379,7 +383,7 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 		for _, p := range out.Parts {
 			p.Ablation = append(p.Ablation, Arm{Name: mainName, Report: p.Main})
 		}
-		for _, v := range AblationVariants() {
+		for _, v := range append(AblationVariants(), JointVariants(cfg.AblationOff)...) {
 			fmt.Fprintf(stdout, "== ablation: %s …\n", v.Name)
 			reps, _, err := pass(ctx, d, cfg, recallerOf, v)
 			if err != nil {

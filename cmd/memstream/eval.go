@@ -63,6 +63,7 @@ func cmdEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	arms := fs.String("arms", "", "comma-separated recall arms for the main run: semantic,keyword,graph,temporal (default all)")
 	fusion := fs.String("fusion", "rrf", "fusion of the main run: rrf or interleave")
 	ablation := fs.Bool("ablation", false, "also run each arm alone, interleave fusion and no observations, and print the deltas")
+	joint := fs.String("ablation-off", "", "with --ablation, also rows with several heuristics off together: comma-separated sets of names joined by +, e.g. query_form+change")
 	maxTokens := fs.Int("max-tokens", 2048, "recall max_tokens budget; answer-in-context is measured within it")
 	conc := fs.Int("concurrency", 1, "questions in flight (1 keeps latency figures free of self-inflicted queueing)")
 	ingestTimeout := fs.Duration("ingest-timeout", 20*time.Minute, "how long to wait for every event to be stored")
@@ -97,9 +98,13 @@ func cmdEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	jointSets, err := eval.ParseJointOff(*joint)
+	if err != nil {
+		return fmt.Errorf("eval run --ablation-off: %w", err)
+	}
 	opts := evalRunOptions{API: *api, Config: cfg, BenchmarkConfig: eval.BenchmarkConfig{
 		Dir: dir, Token: os.Getenv("MEMSTREAM_API_KEY"), SkipIngest: *skip,
-		Arms: strings.FieldsFunc(*arms, func(r rune) bool { return r == ',' || r == ' ' }), Fusion: *fusion, Ablation: *ablation, MaxTokens: *maxTokens, Concurrency: *conc,
+		Arms: strings.FieldsFunc(*arms, func(r rune) bool { return r == ',' || r == ' ' }), Fusion: *fusion, Ablation: *ablation, AblationOff: jointSets, MaxTokens: *maxTokens, Concurrency: *conc,
 		IngestTimeout: *ingestTimeout, ConsolidationTimeout: *consTimeout, ConsolidationStall: *consStall,
 		Part: *part, NoBaselines: *noBaselines, Out: stdout, Ingest: *ingest, Context: *label, Target: *target,
 	}, HindsightBin: *hindsightBin}
