@@ -261,15 +261,20 @@ const (
 			  AND m.embedding IS NOT NULL AND m.id <> s.id
 			  AND array_cat(m.tags, '{}') @> s.tags AND array_cat(m.tags, '{}') <@ s.tags
 			  AND (m.embedding <=> s.embedding) <= $3)`
-	// The whole group is locked here, in id order as everywhere else
-	// (a document delete locks its observations so), before any evidence
-	// moves: locked one by one in survivor order, a merge held one and
-	// waited for another that a delete held while it waited for the first.
+	// The whole group is locked here, before any evidence moves, and a
+	// near-duplicate another transaction holds is left out of it, to a
+	// later merge. By now the apply holds the observations it edited and
+	// the share locks of its entity links and evidence, which a document
+	// delete takes after its observations: waiting here for one the delete
+	// held (a lower id than an edited one, or any while it waited for an
+	// entity) was a deadlock (SQLSTATE 40P01). Left out, it is never
+	// merged away in the middle of someone else's change to it, and the
+	// next merge of its scope sees it as that change left it.
 	qObsNearDuplicates = `SELECT m.id, m.proof_count, m.created_at FROM memory_units m
 		WHERE m.bank_id = $1 AND m.fact_type = 'observation' AND m.state = 'valid'
 		  AND m.tags @> $2::text[] AND m.tags <@ $2::text[] AND m.embedding IS NOT NULL AND m.id <> $4
 		  AND (m.embedding <=> $3::halfvec) <= $5
-		ORDER BY m.id FOR UPDATE`
+		ORDER BY m.id FOR UPDATE SKIP LOCKED`
 	qObsSelf         = `SELECT tags, proof_count, created_at, embedding FROM memory_units WHERE id = $1`
 	qObsMoveEvidence = `INSERT INTO observation_evidence (observation_id, memory_id, quote, relevance, evidence_at)
 		SELECT $1, memory_id, quote, relevance, evidence_at FROM observation_evidence WHERE observation_id = $2
@@ -834,7 +839,8 @@ func (w *editWriter) flush(ctx context.Context, out *ApplyOutcome) error {
 // within the merge threshold into one survivor: the one with the most
 // evidence (then the oldest), so that long-lived ids that mental models
 // cite survive. The others are invalidated with a reason; nothing is
-// deleted.
+// deleted. It waits for no other transaction's observation: one that is
+// locked is left for a later merge (qObsNearDuplicates).
 func mergeNearDuplicates(ctx context.Context, tx pgx.Tx, a ConsolidationApply, id uuid.UUID) (uuid.UUID, int, error) {
 	type obs struct {
 		id      uuid.UUID

@@ -3,12 +3,14 @@ package store_test
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/memstream/memstream/internal/pgtest"
 	"github.com/memstream/memstream/store"
@@ -232,22 +234,24 @@ func TestDeleteDocumentCannotDeadlockWithConsolidation(t *testing.T) {
 	}
 }
 
-// TestMergeLocksNearDuplicatesInIDOrder merges a new observation into
-// three near-duplicates whose survivor order (most evidence first) is not
-// their id order, while another transaction holds the lowest id and then
-// locks the middle one, as a document delete locks observations. Locked
-// one by one in survivor order, the merge held the middle one and waited
-// for the lowest: a deadlock (SQLSTATE 40P01).
-func TestMergeLocksNearDuplicatesInIDOrder(t *testing.T) {
+// TestMergeLeavesALockedNearDuplicate merges a new observation into three
+// near-duplicates while another transaction holds the lowest id, as a
+// document delete holds the observations it recounts. The merge waited
+// for it, which was a deadlock (SQLSTATE 40P01) whenever the holder then
+// waited for a lock the merge's transaction had (TestUpdateThenMerge...,
+// TestLinkThenMerge...). It now leaves the held one, merges the others,
+// and a later merge of the scope takes it.
+func TestMergeLeavesALockedNearDuplicate(t *testing.T) {
 	t.Parallel()
 	st, ids, at := threePending(t)
 	ctx := context.Background()
 	low, mid, high := uuid.MustParse("00000000-0000-4000-8000-000000000001"), uuid.MustParse("00000000-0000-4000-8000-000000000002"),
 		uuid.MustParse("00000000-0000-4000-8000-000000000003")
-	// high survives (3), then mid (2), then low (1).
+	// high survives (3), then mid (2), then low (1); high is the oldest,
+	// so it survives the later merge too.
 	for id, proofs := range map[uuid.UUID]int{low: 1, mid: 2, high: 3} {
-		if _, err := st.Pool().Exec(ctx, `INSERT INTO memory_units (id, bank_id, fact_type, text, embedding, mentioned_at, idempotency_key, proof_count)
-			VALUES ($1, 'a', 'observation', 'likes tea', '[1,0,0,0]', now(), $3, $2)`, id, proofs, id.String()); err != nil {
+		if _, err := st.Pool().Exec(ctx, `INSERT INTO memory_units (id, bank_id, fact_type, text, embedding, mentioned_at, idempotency_key, proof_count, created_at)
+			VALUES ($1, 'a', 'observation', 'likes tea', '[1,0,0,0]', now(), $3, $2, now() - make_interval(hours => $2))`, id, proofs, id.String()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -256,12 +260,13 @@ func TestMergeLocksNearDuplicatesInIDOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hold.Rollback(ctx)
-	lock := func(id uuid.UUID) error {
-		_, err := hold.Exec(ctx, `SELECT 1 FROM memory_units WHERE id = $1 FOR UPDATE`, id)
-		return err
-	}
-	if err := lock(low); err != nil {
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM memory_units WHERE id = $1 FOR NO KEY UPDATE`, low); err != nil {
 		t.Fatal(err)
+	}
+	apply := func(fact uuid.UUID, obs string) (store.ApplyOutcome, error) {
+		return st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: "a", FactIDs: []uuid.UUID{fact}, Now: at, MergeThreshold: 0.97, Trend: countTrend,
+			Edits: []store.ObsEdit{{Kind: store.EditCreate, ObservationID: store.DeriveID("a", "obs", obs), Text: "enjoys tea",
+				Embedding: []float32{1, 0, 0, 0}, Evidence: []store.ObsEvidence{{MemoryID: fact, Quote: "q", Relevance: 1, At: at}}}}})
 	}
 	type applied struct {
 		out store.ApplyOutcome
@@ -269,36 +274,41 @@ func TestMergeLocksNearDuplicatesInIDOrder(t *testing.T) {
 	}
 	done := make(chan applied, 1)
 	go func() {
-		out, err := st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: "a", FactIDs: ids[:1], Now: at, MergeThreshold: 0.97, Trend: countTrend,
-			Edits: []store.ObsEdit{{Kind: store.EditCreate, ObservationID: store.DeriveID("a", "obs", "new"), Text: "enjoys tea",
-				Embedding: []float32{1, 0, 0, 0}, Evidence: []store.ObsEvidence{{MemoryID: ids[0], Quote: "q", Relevance: 1, At: at}}}}})
+		out, err := apply(ids[0], "new")
 		done <- applied{out, err}
 	}()
-	waitForBlocked(t, st, hold, `SELECT %FROM memory_units%FOR UPDATE`)
-	if err := lock(mid); err != nil {
-		t.Fatalf("the held transaction's lock of the middle observation: %v", err)
+	var r applied
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the merge waited for the near-duplicate another transaction holds")
+	}
+	if r.err != nil || !r.out.Applied || r.out.Merged != 2 {
+		t.Fatalf("merge beside a held near-duplicate: %+v %v; want the new one and the middle one merged", r.out, r.err)
+	}
+	valid := func() []uuid.UUID {
+		t.Helper()
+		rows, err := st.Pool().Query(ctx, `SELECT id FROM memory_units WHERE fact_type = 'observation' AND state = 'valid' ORDER BY id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := valid(); !slices.Equal(got, []uuid.UUID{low, high}) {
+		t.Fatalf("valid observations after the merge %v, want the held one and the survivor %v", got, []uuid.UUID{low, high})
 	}
 	if err := hold.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := <-done
-	if r.err != nil || !r.out.Applied || r.out.Merged != 3 {
-		t.Fatalf("merge racing a transaction locking in id order: %+v %v; want 3 merged", r.out, r.err)
+	if out, err := apply(ids[1], "later"); err != nil || out.Merged != 2 {
+		t.Fatalf("a later merge of the scope: %+v %v; want the later one and the one left merged", out, err)
 	}
-	var valid []uuid.UUID
-	rows, err := st.Pool().Query(ctx, `SELECT id FROM memory_units WHERE fact_type = 'observation' AND state = 'valid'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		valid = append(valid, id)
-	}
-	if rows.Close(); rows.Err() != nil || len(valid) != 1 || valid[0] != high {
-		t.Fatalf("valid observations after the merge %v (%v), want the survivor %s alone", valid, rows.Err(), high)
+	if got := valid(); !slices.Equal(got, []uuid.UUID{high}) {
+		t.Fatalf("valid observations after the later merge %v, want the survivor %s alone", got, high)
 	}
 }
 
@@ -352,3 +362,176 @@ func (c *retryCounter) Handle(_ context.Context, r slog.Record) error {
 }
 func (c *retryCounter) WithAttrs([]slog.Attr) slog.Handler { return c }
 func (c *retryCounter) WithGroup(string) slog.Handler      { return c }
+
+// TestUpdateThenMergeCannotDeadlockWithDeleteDocument deletes a document
+// cited by two observations while a consolidation of another document's
+// fact updates the higher-id one (locking it) into a near-duplicate of
+// the lower-id one. The delete locked the lower one, as it locks
+// observations in id order, and waited for the higher; the merge then
+// waited for the lower: "deadlock detected (SQLSTATE 40P01)", the delete
+// run again by writeTx. The consolidation is held on its evidence insert
+// (the new fact's row) until the delete waits for it.
+func TestUpdateThenMergeCannotDeadlockWithDeleteDocument(t *testing.T) {
+	t.Parallel()
+	st, retries := migratedCountingRetries(t)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("d1", "Hana", 2, at), personEvent("d2", "Hana", 1, at)}); err != nil {
+		t.Fatal(err)
+	}
+	f0, f1, g0 := store.DeriveID("b", "fact", "d1-0"), store.DeriveID("b", "fact", "d1-1"), store.DeriveID("b", "fact", "d2-0")
+	ev := func(id uuid.UUID) []store.ObsEvidence {
+		return []store.ObsEvidence{{MemoryID: id, Quote: "q", Relevance: 1, At: at}}
+	}
+	low, high := uuid.MustParse("00000000-0000-4000-8000-000000000001"), uuid.MustParse("00000000-0000-4000-8000-000000000002")
+	if out, err := st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: "b", FactIDs: []uuid.UUID{f0, f1}, Now: at, Trend: countTrend,
+		Edits: []store.ObsEdit{
+			{Kind: store.EditCreate, ObservationID: low, Text: "Hana likes tea", Embedding: []float32{1, 0, 0, 0}, Evidence: ev(f0)},
+			{Kind: store.EditCreate, ObservationID: high, Text: "Hana likes walks", Embedding: []float32{0, 1, 0, 0}, Evidence: ev(f1)},
+		}}); err != nil || out.Created != 2 {
+		t.Fatalf("first consolidation: %+v %v", out, err)
+	}
+	hold, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM memory_units WHERE id = $1 FOR UPDATE`, g0); err != nil {
+		t.Fatal(err)
+	}
+	type applied struct {
+		out store.ApplyOutcome
+		err error
+	}
+	consolidated := make(chan applied, 1)
+	go func() {
+		out, err := st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: "b", FactIDs: []uuid.UUID{g0}, Now: at.Add(time.Hour),
+			MergeThreshold: 0.97, Trend: countTrend,
+			Edits: []store.ObsEdit{{Kind: store.EditUpdate, ObservationID: high, Text: "Hana likes green tea", Embedding: []float32{1, 0, 0, 0},
+				Evidence: ev(g0)}}})
+		consolidated <- applied{out, err}
+	}()
+	waitForBlocked(t, st, hold, `INSERT INTO observation_evidence%`)
+	type deletion struct {
+		res store.DocumentDeletion
+		err error
+	}
+	deleted := make(chan deletion, 1)
+	go func() {
+		res, err := st.DeleteDocument(ctx, "b", "d1")
+		deleted <- deletion{res, err}
+	}()
+	waitBehindBlocked(t, st, hold, "the delete never waited for the consolidation")
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, d := <-consolidated, <-deleted
+	if c.err != nil || !c.out.Applied || c.out.Updated != 1 {
+		t.Fatalf("consolidation racing a document delete: %+v %v", c.out, c.err)
+	}
+	if d.err != nil {
+		t.Fatalf("document delete racing a consolidation: %v", d.err)
+	}
+	if n, first := retries.counts(); n != 0 {
+		t.Fatalf("the delete lost %d time(s) to the consolidation and ran again: %s", n, first)
+	}
+	// The delete held the lower one, so the merge left it; it lost its only
+	// evidence, the updated one keeps the new fact's.
+	if c.out.Merged != 0 || d.res.ObservationsUpdated != 1 || d.res.ObservationsInvalidated != 1 {
+		t.Fatalf("merged %d, deletion %+v; want none merged, the updated observation kept and the other invalidated", c.out.Merged, d.res)
+	}
+}
+
+// TestLinkThenMergeCannotDeadlockWithDeleteDocument deletes a document
+// while a consolidation creates an observation linked to the document's
+// entity and near-duplicate of an observation citing the document. The
+// consolidation took the entity's foreign-key share lock and then waited,
+// in the merge, for the near-duplicate, which the delete held while it
+// waited to lock the entity: a deadlock (SQLSTATE 40P01). The delete is
+// held on the entity (a lock that lets the share lock through) until both
+// wait.
+func TestLinkThenMergeCannotDeadlockWithDeleteDocument(t *testing.T) {
+	t.Parallel()
+	st, retries := migratedCountingRetries(t)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	hana := store.DeriveID("b", "entity", "hana")
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("d1", "Hana", 1, at), personEvent("d2", "Hana", 1, at)}); err != nil {
+		t.Fatal(err)
+	}
+	f0, g0 := store.DeriveID("b", "fact", "d1-0"), store.DeriveID("b", "fact", "d2-0")
+	ev := func(id uuid.UUID) []store.ObsEvidence {
+		return []store.ObsEvidence{{MemoryID: id, Quote: "q", Relevance: 1, At: at}}
+	}
+	cited, fresh := store.DeriveID("b", "obs", "cited"), store.DeriveID("b", "obs", "fresh")
+	if out, err := st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: "b", FactIDs: []uuid.UUID{f0}, Now: at, Trend: countTrend,
+		Edits: []store.ObsEdit{{Kind: store.EditCreate, ObservationID: cited, Text: "Hana likes tea", Embedding: []float32{1, 0, 0, 0},
+			EntityIDs: []uuid.UUID{hana}, Evidence: ev(f0)}}}); err != nil || out.Created != 1 {
+		t.Fatalf("first consolidation: %+v %v", out, err)
+	}
+	hold, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM entities WHERE id = $1 FOR NO KEY UPDATE`, hana); err != nil {
+		t.Fatal(err)
+	}
+	type deletion struct {
+		res store.DocumentDeletion
+		err error
+	}
+	deleted := make(chan deletion, 1)
+	go func() {
+		res, err := st.DeleteDocument(ctx, "b", "d1")
+		deleted <- deletion{res, err}
+	}()
+	waitForBlocked(t, st, hold, `SELECT id FROM entities%`)
+	type applied struct {
+		out store.ApplyOutcome
+		err error
+	}
+	consolidated := make(chan applied, 1)
+	go func() {
+		out, err := st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: "b", FactIDs: []uuid.UUID{g0}, Now: at.Add(time.Hour),
+			MergeThreshold: 0.97, Trend: countTrend,
+			Edits: []store.ObsEdit{{Kind: store.EditCreate, ObservationID: fresh, Text: "Hana enjoys tea", Embedding: []float32{1, 0, 0, 0},
+				EntityIDs: []uuid.UUID{hana}, Evidence: ev(g0)}}})
+		consolidated <- applied{out, err}
+	}()
+	// Either the consolidation is done (it left the near-duplicate the
+	// delete holds) or it waits for the delete, which waits for hold.
+	var c applied
+	done := false
+	for deadline := time.Now().Add(10 * time.Second); !done && !behindBlocked(t, st, hold); {
+		select {
+		case c = <-consolidated:
+			done = true
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the consolidation neither finished nor waited for the delete")
+		}
+	}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !done {
+		c = <-consolidated
+	}
+	d := <-deleted
+	if c.err != nil || !c.out.Applied || c.out.Created != 1 {
+		t.Fatalf("consolidation racing a document delete: %+v %v", c.out, c.err)
+	}
+	if d.err != nil {
+		t.Fatalf("document delete racing a consolidation: %v", d.err)
+	}
+	if n, first := retries.counts(); n != 0 {
+		t.Fatalf("the delete lost %d time(s) to the consolidation and ran again: %s", n, first)
+	}
+	// The delete held the near-duplicate, so the merge left it; it lost its
+	// only evidence.
+	if c.out.Merged != 0 || d.res.ObservationsInvalidated != 1 || d.res.EntitiesDeleted != 0 {
+		t.Fatalf("merged %d, deletion %+v; want none merged, the cited observation invalidated and Hana kept", c.out.Merged, d.res)
+	}
+}
