@@ -214,8 +214,16 @@ const (
 		FROM unnest($3::uuid[], $4::text[], $5::halfvec[], $6::text[], $7::jsonb[], $8::jsonb[]) AS x(id, t, e, a, g, md)
 		ON CONFLICT DO NOTHING
 		RETURNING id`
-	qObsUnitEntities = `INSERT INTO unit_entities (unit_id, entity_id) SELECT * FROM unnest($1::uuid[], $2::uuid[]) ON CONFLICT DO NOTHING`
-	qObsLock         = `SELECT id, text, state FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND fact_type = 'observation'
+	// Each link's foreign key share-locks its entity, in the order the
+	// rows go in; a document delete locks its entities in id order, so the
+	// links go in entity order too. In edit order (one source fact's
+	// entities after another's), the apply held a higher entity and waited
+	// for a lower one that a delete held while it waited for the higher:
+	// a deadlock (SQLSTATE 40P01).
+	qObsUnitEntities = `INSERT INTO unit_entities (unit_id, entity_id)
+		SELECT u, e FROM unnest($1::uuid[], $2::uuid[]) AS x(u, e) ORDER BY e, u
+		ON CONFLICT DO NOTHING`
+	qObsLock = `SELECT id, text, state FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND fact_type = 'observation'
 		ORDER BY id FOR UPDATE`
 	qObsLockText = `SELECT text, state FROM memory_units WHERE bank_id = $1 AND id = $2 AND fact_type = 'observation' FOR UPDATE`
 	qObsUpdate   = `UPDATE memory_units m SET text = x.t, embedding = x.e, search_aux = x.a, metadata = x.md, updated_at = $2

@@ -442,6 +442,85 @@ func TestUpdateThenMergeCannotDeadlockWithDeleteDocument(t *testing.T) {
 	}
 }
 
+// TestEntityLinksCannotDeadlockWithDeleteDocument deletes a document
+// naming two entities while a consolidation creates an observation linked
+// to both, named in the order opposite to their ids (a create's entities
+// are its source facts', one fact after the other). The delete locked the
+// lower entity and waited for the higher, whose foreign-key share lock
+// the consolidation took first; the consolidation then waited for the
+// lower: a deadlock (SQLSTATE 40P01). The delete is held on the higher
+// entity (a lock that lets the share lock through) until both wait.
+func TestEntityLinksCannotDeadlockWithDeleteDocument(t *testing.T) {
+	t.Parallel()
+	st, retries := migratedCountingRetries(t)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	hana, ivo := store.DeriveID("b", "entity", "hana"), store.DeriveID("b", "entity", "ivo")
+	lowEnt, highEnt := hana, ivo
+	if slices.Compare(lowEnt[:], highEnt[:]) > 0 {
+		lowEnt, highEnt = highEnt, lowEnt
+	}
+	// Both documents name both: the delete leaves the entities to d2.
+	both := func(doc string) store.EventRecord {
+		e, other := personEvent(doc, "Hana", 1, at), personEvent(doc, "Ivo", 1, at)
+		e.Entities = append(e.Entities, other.Entities...)
+		e.Facts[0].EntityIDs = []uuid.UUID{hana, ivo}
+		return e
+	}
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{both("d1"), both("d2")}); err != nil {
+		t.Fatal(err)
+	}
+	g0 := store.DeriveID("b", "fact", "d2-0")
+	hold, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM entities WHERE id = $1 FOR NO KEY UPDATE`, highEnt); err != nil {
+		t.Fatal(err)
+	}
+	type deletion struct {
+		res store.DocumentDeletion
+		err error
+	}
+	deleted := make(chan deletion, 1)
+	go func() {
+		res, err := st.DeleteDocument(ctx, "b", "d1")
+		deleted <- deletion{res, err}
+	}()
+	waitForBlocked(t, st, hold, `SELECT id FROM entities%`)
+	type applied struct {
+		out store.ApplyOutcome
+		err error
+	}
+	consolidated := make(chan applied, 1)
+	go func() {
+		out, err := st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: "b", FactIDs: []uuid.UUID{g0}, Now: at, Trend: countTrend,
+			Edits: []store.ObsEdit{{Kind: store.EditCreate, ObservationID: store.DeriveID("b", "obs", "both"), Text: "Hana and Ivo",
+				Embedding: []float32{1, 0, 0, 0}, EntityIDs: []uuid.UUID{highEnt, lowEnt},
+				Evidence: []store.ObsEvidence{{MemoryID: g0, Quote: "q", Relevance: 1, At: at}}}}})
+		consolidated <- applied{out, err}
+	}()
+	waitBehindBlocked(t, st, hold, "the consolidation never waited for the delete")
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, d := <-consolidated, <-deleted
+	if c.err != nil || !c.out.Applied || c.out.Created != 1 {
+		t.Fatalf("consolidation racing a document delete: %+v %v", c.out, c.err)
+	}
+	if d.err != nil || d.res.MemoryUnits != 1 || d.res.EntitiesDeleted != 0 {
+		t.Fatalf("document delete racing a consolidation: %+v %v; want its fact deleted and both entities kept", d.res, d.err)
+	}
+	if n, first := retries.counts(); n != 0 {
+		t.Fatalf("the delete lost %d time(s) to the consolidation and ran again: %s", n, first)
+	}
+	var links int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM unit_entities WHERE unit_id = $1`, store.DeriveID("b", "obs", "both")).Scan(&links); err != nil || links != 2 {
+		t.Fatalf("the new observation's entity links: %d (%v), want 2", links, err)
+	}
+}
+
 // TestLinkThenMergeCannotDeadlockWithDeleteDocument deletes a document
 // while a consolidation creates an observation linked to the document's
 // entity and near-duplicate of an observation citing the document. The
