@@ -34,8 +34,11 @@ func (r *Recorder) Recall(ctx context.Context, bankID, query string, queryTime t
 }
 
 // Miss is an answerable question whose evidence turn was not among the
-// top ten results, with what recall returned instead.
+// top ten results, or a knowledge update whose old value ranked above the
+// new one, with what recall returned instead.
 type Miss struct {
+	// Kind is MissTurn or MissFreshFirst.
+	Kind     string `json:"kind"`
 	ID       string `json:"id"`
 	BankID   string `json:"bank_id"`
 	Type     string `json:"type"`
@@ -52,6 +55,16 @@ type Miss struct {
 	Top []Retrieved `json:"top"`
 }
 
+// The kinds of Miss.
+const (
+	// MissTurnLevel: no evidence turn in the top ten.
+	MissTurnLevel = "turn"
+	// MissFreshFirst: the evidence was found, but the knowledge update's
+	// old value ranks above the new one. Its Top holds at least ten
+	// results, so both can be seen.
+	MissFreshFirst = "fresh_first"
+)
+
 // MissTurn is one evidence turn of a Miss.
 type MissTurn struct {
 	Evidence
@@ -59,12 +72,19 @@ type MissTurn struct {
 }
 
 // Misses lists the answerable questions of rep that missed at turn level
-// (recall_any@10 = 0), in question order, each with up to top results.
+// (recall_any@10 = 0), and the knowledge updates that found their evidence
+// but not fresh first, in question order, each with up to top results (at
+// least ten for a fresh-first miss).
 func Misses(d *Dataset, rep Report, rec *Recorder, top int) []Miss {
 	failed := map[string]QuestionResult{}
+	kind := map[string]string{}
 	for _, q := range rep.Questions {
-		if !q.Abstention && q.Turn.RecallAny10 == 0 {
-			failed[q.ID] = q
+		switch {
+		case q.Abstention:
+		case q.Turn.RecallAny10 == 0:
+			failed[q.ID], kind[q.ID] = q, MissTurnLevel
+		case q.Type == TypeKnowledgeUpdate && !q.UpdateCorrect:
+			failed[q.ID], kind[q.ID] = q, MissFreshFirst
 		}
 	}
 	var out []Miss
@@ -73,7 +93,7 @@ func Misses(d *Dataset, rep Report, rec *Recorder, top int) []Miss {
 		if !ok {
 			continue
 		}
-		m := Miss{ID: q.ID, BankID: q.BankID, Type: q.Type, Question: q.Question, QueryTimestamp: q.QueryTimestamp,
+		m := Miss{Kind: kind[q.ID], ID: q.ID, BankID: q.BankID, Type: q.Type, Question: q.Question, QueryTimestamp: q.QueryTimestamp,
 			GoldAnswers: q.GoldAnswers, SessionHit: qr.Session.RecallAny10 > 0}
 		for _, ev := range q.Evidence {
 			msg, _ := d.Turn(ev)
@@ -82,7 +102,11 @@ func Misses(d *Dataset, rep Report, rec *Recorder, top int) []Miss {
 		rec.mu.Lock()
 		res := rec.got[recordKey{q.BankID, q.Question}]
 		rec.mu.Unlock()
-		m.Top = res[:min(top, len(res))]
+		n := top
+		if m.Kind == MissFreshFirst {
+			n = max(n, 10)
+		}
+		m.Top = res[:min(n, len(res))]
 		out = append(out, m)
 	}
 	return out

@@ -416,7 +416,7 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 		if err := writeMisses(filepath.Join(cfg.Dir, MissesFile), misses); err != nil {
 			return nil, err
 		}
-		files = append(files, fmt.Sprintf("%s (turn-level misses with their top results: %s)", MissesFile, strings.Join(counts, ", ")))
+		files = append(files, fmt.Sprintf("%s (turn-level and fresh-first misses with their top results: %s)", MissesFile, strings.Join(counts, ", ")))
 	}
 	fmt.Fprintf(stdout, "\n== wrote %s in %s\n", strings.Join(files, ", "), cfg.Dir)
 	return out, nil
