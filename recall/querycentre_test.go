@@ -30,21 +30,7 @@ func TestQueryCentreRanksStatementsOverQuestions(t *testing.T) {
 	scale := simscale.Identity
 	scale.QueryMean = mean
 	r := fx.recaller(t, query, Config{Scale: scale})
-	first := func(off []string) string {
-		t.Helper()
-		resp, err := r.Recall(context.Background(), Request{BankID: "b1", Query: "where does Rosa live", QueryTime: queryTime,
-			Arms: []string{ArmSemantic}, Off: off})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(resp.Results) == 0 {
-			t.Fatal("no results")
-		}
-		if resp.Results[0].ID == fx.id(t, "answer") {
-			return "answer"
-		}
-		return "question"
-	}
+	first := func(off []string) string { return firstOf(t, fx, r, off) }
 	if got := first(nil); got != "answer" {
 		t.Errorf("with the mean question taken off, %s ranks first; want the answer", got)
 	}

@@ -55,27 +55,31 @@ func TestQueryFormRanksStatementsOverQuestions(t *testing.T) {
 	scale := simscale.Identity
 	scale.QueryForm = form
 	r := fx.recaller(t, query, Config{Scale: scale})
-	first := func(off []string) string {
-		t.Helper()
-		resp, err := r.Recall(context.Background(), Request{BankID: "b1", Query: "where does Rosa live", QueryTime: queryTime,
-			Arms: []string{ArmSemantic}, Off: off})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(resp.Results) == 0 {
-			t.Fatal("no results")
-		}
-		if resp.Results[0].ID == fx.id(t, "answer") {
-			return "answer"
-		}
-		return "question"
-	}
+	first := func(off []string) string { return firstOf(t, fx, r, off) }
 	if got := first(nil); got != "answer" {
 		t.Errorf("with the query form taken out, %s ranks first; want the answer", got)
 	}
 	if got := first([]string{HeuristicQueryForm}); got != "question" {
 		t.Errorf("with heuristics_off query_form, %s ranks first; want the question (the raw order)", got)
 	}
+}
+
+// firstOf asks r the semantic arm alone and names the fact that ranks
+// first: "answer" or "question".
+func firstOf(t *testing.T, fx *fixture, r *Recaller, off []string) string {
+	t.Helper()
+	resp, err := r.Recall(context.Background(), Request{BankID: "b1", Query: "where does Rosa live", QueryTime: queryTime,
+		Arms: []string{ArmSemantic}, Off: off})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Results) == 0 {
+		t.Fatal("no results")
+	}
+	if resp.Results[0].ID == fx.id(t, "answer") {
+		return "answer"
+	}
+	return "question"
 }
 
 // frameQuery embeds a framed question as one vector and anything else as

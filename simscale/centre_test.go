@@ -3,11 +3,8 @@ package simscale
 import (
 	"context"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/memstream/memstream/config"
 	"github.com/memstream/memstream/embed"
 )
 
@@ -56,24 +53,8 @@ func TestCentredSubtractsTheQueryMean(t *testing.T) {
 // statement that answers it. The texts are written for this test, not
 // taken from the probe set, the evaluation or the form's test.
 func TestCentredQueryRanksAnswersAboveOtherQuestions(t *testing.T) {
-	dir, err := embed.FindModelDir("")
-	if err != nil {
-		if os.Getenv("MEMSTREAM_REQUIRE_MODEL") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	c := config.Default().Embed
-	c.ModelDir, c.CacheSize = filepath.Dir(dir), 0
-	l, err := embed.FromConfig(c)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	s, err := Measure(ctx, l, "local")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, s := measuredLocal(t)
 	cases := []struct{ query, answer string }{
 		{"Who do I work for at the moment?", "Tom: Signed the contract with the harbour authority, I start there in May."},
 		{"Where am I based right now?", "Rui: We finally unpacked the last boxes in the new flat in Leeds."},

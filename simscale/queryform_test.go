@@ -11,6 +11,31 @@ import (
 	"github.com/memstream/memstream/embed"
 )
 
+// measuredLocal loads the default local model and measures its scale,
+// or skips when its weights are not installed (unless
+// MEMSTREAM_REQUIRE_MODEL=1).
+func measuredLocal(t *testing.T) (embed.Embedder, Scale) {
+	t.Helper()
+	dir, err := embed.FindModelDir("")
+	if err != nil {
+		if os.Getenv("MEMSTREAM_REQUIRE_MODEL") == "1" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	c := config.Default().Embed
+	c.ModelDir, c.CacheSize = filepath.Dir(dir), 0
+	l, err := embed.FromConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Measure(context.Background(), l, "local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, s
+}
+
 func dot(a, b []float32) float64 {
 	var s float64
 	for i := range a {
@@ -53,24 +78,8 @@ func TestDeclarativeRemovesTheQueryForm(t *testing.T) {
 // questions than to its own answer; without the interrogative form the
 // answer wins. The texts are not the probe set's.
 func TestDeclarativeQueryFindsStatementsOverQuestions(t *testing.T) {
-	dir, err := embed.FindModelDir("")
-	if err != nil {
-		if os.Getenv("MEMSTREAM_REQUIRE_MODEL") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	c := config.Default().Embed
-	c.ModelDir, c.CacheSize = filepath.Dir(dir), 0
-	l, err := embed.FromConfig(c) // the default local model
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	s, err := Measure(ctx, l, "local")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, s := measuredLocal(t)
 	cases := []struct{ query, answer string }{
 		{"Where does my brother work these days?", "Tom: My brother has a job at the harbour office now."},
 		{"What instrument is my son learning?", "Ana: Our boy takes trumpet lessons on Mondays."},
