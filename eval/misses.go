@@ -37,7 +37,7 @@ func (r *Recorder) Recall(ctx context.Context, bankID, query string, queryTime t
 // top ten results, or a knowledge update whose old value ranked above the
 // new one, with what recall returned instead.
 type Miss struct {
-	// Kind is MissTurn or MissFreshFirst.
+	// Kind is MissTurnLevel or MissFreshFirst.
 	Kind     string `json:"kind"`
 	ID       string `json:"id"`
 	BankID   string `json:"bank_id"`

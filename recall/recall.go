@@ -126,8 +126,8 @@ const (
 	// that changed the state.
 	HeuristicChange = "change"
 	// HeuristicQueryCentre subtracts the mean question vector from the
-	// query vector (simscale.Scale.Centred), so that generic statements
-	// near every question stop crowding the answer out.
+	// query vector (simscale.Scale.Centred), so that the bank's other
+	// questions, near every question, stop crowding the answer out.
 	HeuristicQueryCentre = "query_centre"
 )
 

@@ -53,7 +53,8 @@ type Scale struct {
 	// ("Where do I live now?" is closer to "Any tips for a follow-up
 	// email?" than to "We live in Mission Bay"); Declarative takes this
 	// direction out of a query vector. Empty for a scale measured without
-	// it. The query anchors above are measured on the queries recall searches with (Query).
+	// it. The query anchors above are measured on the queries recall
+	// searches with (Query).
 	QueryForm []float32 `json:"query_form,omitempty"`
 	// QueryMean is the mean of the probe questions' unit vectors: what
 	// every question shares, whatever it asks. QueryForm takes one

@@ -102,6 +102,9 @@ func cmdEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("eval run --ablation-off: %w", err)
 	}
+	if len(jointSets) > 0 && !*ablation {
+		return errors.New("eval run --ablation-off: needs --ablation (its rows are ablation rows)")
+	}
 	opts := evalRunOptions{API: *api, Config: cfg, BenchmarkConfig: eval.BenchmarkConfig{
 		Dir: dir, Token: os.Getenv("MEMSTREAM_API_KEY"), SkipIngest: *skip,
 		Arms: strings.FieldsFunc(*arms, func(r rune) bool { return r == ',' || r == ' ' }), Fusion: *fusion, Ablation: *ablation, AblationOff: jointSets, MaxTokens: *maxTokens, Concurrency: *conc,

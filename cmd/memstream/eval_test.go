@@ -174,6 +174,8 @@ func TestEvalRunUsageErrors(t *testing.T) {
 		{[]string{"bench"}, `unknown subcommand "bench"`},
 		{[]string{"run"}, "dataset DIR"},
 		{[]string{"run", t.TempDir(), "--skip-ingest"}, "--skip-ingest needs --api"},
+		{[]string{"run", t.TempDir(), "--ablation-off", "query_form+change"}, "needs --ablation"},
+		{[]string{"run", t.TempDir(), "--ablation", "--ablation-off", "query_form+nope"}, `"nope" is not a heuristic`},
 	} {
 		err := cmdEval(context.Background(), tc.args, &bytes.Buffer{}, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
