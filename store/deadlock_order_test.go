@@ -614,3 +614,72 @@ func TestLinkThenMergeCannotDeadlockWithDeleteDocument(t *testing.T) {
 		t.Fatalf("merged %d, deletion %+v; want none merged, the cited observation invalidated and Hana kept", c.out.Merged, d.res)
 	}
 }
+
+// TestIngestEntityLinksWaitForDeleteDocument ingests a fact naming two
+// entities, in the order opposite to their ids, while a document delete
+// holds the lower one and waits for the higher. The fact's entity links
+// share-lock both, but the batch has key-share locked all its entities in
+// id order before (followMerges), so it waits for the delete at that lock,
+// holding neither, and the two finish one after the other. The delete is
+// held on the higher entity (a lock that lets key-share locks through).
+func TestIngestEntityLinksWaitForDeleteDocument(t *testing.T) {
+	t.Parallel()
+	st, retries := migratedCountingRetries(t)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	hana, ivo := store.DeriveID("b", "entity", "hana"), store.DeriveID("b", "entity", "ivo")
+	lowEnt, highEnt := hana, ivo
+	if slices.Compare(lowEnt[:], highEnt[:]) > 0 {
+		lowEnt, highEnt = highEnt, lowEnt
+	}
+	both := func(doc string, ents ...uuid.UUID) store.EventRecord {
+		e, other := personEvent(doc, "Hana", 1, at), personEvent(doc, "Ivo", 1, at)
+		e.Entities = append(e.Entities, other.Entities...)
+		e.Facts[0].EntityIDs = ents
+		return e
+	}
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{both("d1", lowEnt, highEnt), both("d2", lowEnt, highEnt)}); err != nil {
+		t.Fatal(err)
+	}
+	hold, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM entities WHERE id = $1 FOR NO KEY UPDATE`, highEnt); err != nil {
+		t.Fatal(err)
+	}
+	type deletion struct {
+		res store.DocumentDeletion
+		err error
+	}
+	deleted := make(chan deletion, 1)
+	go func() {
+		res, err := st.DeleteDocument(ctx, "b", "d1")
+		deleted <- deletion{res, err}
+	}()
+	waitForBlocked(t, st, hold, `SELECT id FROM entities%`)
+	persisted := make(chan error, 1)
+	go func() {
+		_, err := st.PersistBatch(ctx, []store.EventRecord{both("d3", highEnt, lowEnt)})
+		persisted <- err
+	}()
+	waitBehindBlocked(t, st, hold, "the ingest never waited for the delete")
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-persisted; err != nil {
+		t.Fatalf("ingest racing a document delete: %v", err)
+	}
+	d := <-deleted
+	if d.err != nil || d.res.MemoryUnits != 1 || d.res.EntitiesDeleted != 0 {
+		t.Fatalf("document delete racing an ingest: %+v %v; want its fact deleted and both entities kept", d.res, d.err)
+	}
+	if n, first := retries.counts(); n != 0 {
+		t.Fatalf("the delete lost %d time(s) to the ingest and ran again: %s", n, first)
+	}
+	var links int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM unit_entities WHERE unit_id = $1`, store.DeriveID("b", "fact", "d3-0")).Scan(&links); err != nil || links != 2 {
+		t.Fatalf("the new fact's entity links: %d (%v), want 2", links, err)
+	}
+}

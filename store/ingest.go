@@ -187,8 +187,13 @@ const (
 	qInsertAliases = `INSERT INTO entity_aliases (bank_id, alias_key, alias, entity_id)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::uuid[]) AS x(b, k, a, e) ORDER BY b, k, e
 		ON CONFLICT DO NOTHING`
+	// In entity order, as a consolidation links observations
+	// (qObsUnitEntities). The batch holds its entities already
+	// (followMerges, in id order), so this order takes no new lock; it
+	// keeps one order for anything added later.
 	qInsertUnitEntities = `INSERT INTO unit_entities (unit_id, entity_id, mentioned_at)
-		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) ON CONFLICT DO NOTHING`
+		SELECT u, e, t FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) AS x(u, e, t) ORDER BY e, u
+		ON CONFLICT DO NOTHING`
 	qInsertLinks = `INSERT INTO memory_links (bank_id, from_id, to_id, link_type, weight)
 		SELECT * FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::real[])
 		ON CONFLICT DO NOTHING`
