@@ -683,3 +683,101 @@ func TestIngestEntityLinksWaitForDeleteDocument(t *testing.T) {
 		t.Fatalf("the new fact's entity links: %d (%v), want 2", links, err)
 	}
 }
+
+// TestIngestTemporalLinksCannotDeadlockWithDeleteDocument ingests a fact
+// whose temporal links go to both facts of a document being deleted, and
+// whose entity the document does not name, so no entity lock makes the
+// ingest wait before its links. Each link's foreign key key-share locks
+// the fact it points at, in the order the rows go in (nearest first);
+// the delete deleted its facts in scan order. It deleted one and waited
+// for the other, which the ingest had locked first and then held while it
+// waited for the deleted one: a deadlock (SQLSTATE 40P01). A key-share
+// lock (which lets the ingest's through) holds the fact the delete
+// reached second. With the ids in stored order the ingest's order was
+// wrong, against it the delete's.
+func TestIngestTemporalLinksCannotDeadlockWithDeleteDocument(t *testing.T) {
+	t.Parallel()
+	lo, hi := uuid.MustParse("00000000-0000-4000-8000-000000000001"), uuid.MustParse("00000000-0000-4000-8000-000000000002")
+	for _, c := range []struct {
+		name string
+		// ids of d1's facts in the order they are stored; the second is
+		// nearer the new fact, so its link went in first.
+		first, second uuid.UUID
+		// held is the fact the delete reached second.
+		held uuid.UUID
+	}{
+		{"stored in id order", lo, hi, hi},
+		{"stored against id order", hi, lo, lo},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			st, retries := migratedCountingRetries(t)
+			ctx := context.Background()
+			at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+			d1 := personEvent("d1", "Hana", 2, at)
+			d1.Facts[0].ID, d1.Facts[1].ID = c.first, c.second
+			d1.Facts[1].MentionedAt = at.Add(time.Hour)
+			if _, err := st.PersistBatch(ctx, []store.EventRecord{d1}); err != nil {
+				t.Fatal(err)
+			}
+			hold, err := st.Pool().Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer hold.Rollback(ctx)
+			if _, err := hold.Exec(ctx, `SELECT 1 FROM memory_units WHERE id = $1 FOR KEY SHARE`, c.held); err != nil {
+				t.Fatal(err)
+			}
+			type deletion struct {
+				res store.DocumentDeletion
+				err error
+			}
+			deleted := make(chan deletion, 1)
+			go func() {
+				res, err := st.DeleteDocument(ctx, "b", "d1")
+				deleted <- deletion{res, err}
+			}()
+			waitForBlocked(t, st, hold, `%memory_units%`)
+			persisted := make(chan error, 1)
+			go func() {
+				_, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("d2", "Ivo", 1, at.Add(3*time.Hour))})
+				persisted <- err
+			}()
+			// Either the ingest is done (the delete waits for the held fact
+			// before it has locked the other) or it waits for the delete.
+			var persistErr error
+			done := false
+			for deadline := time.Now().Add(10 * time.Second); !done && !behindBlocked(t, st, hold); {
+				select {
+				case persistErr = <-persisted:
+					done = true
+				case <-time.After(10 * time.Millisecond):
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the ingest neither finished nor waited for the delete")
+				}
+			}
+			if err := hold.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if !done {
+				persistErr = <-persisted
+			}
+			if persistErr != nil {
+				t.Fatalf("ingest racing a document delete: %v", persistErr)
+			}
+			d := <-deleted
+			if d.err != nil || d.res.MemoryUnits != 2 {
+				t.Fatalf("document delete racing an ingest: %+v %v; want both facts deleted", d.res, d.err)
+			}
+			if n, first := retries.counts(); n != 0 {
+				t.Fatalf("the delete lost %d time(s) to the ingest and ran again: %s", n, first)
+			}
+			var facts, links int
+			if err := st.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM memory_units WHERE document_id = 'd2'), (SELECT count(*) FROM memory_links)`).
+				Scan(&facts, &links); err != nil || facts != 1 || links != 0 {
+				t.Fatalf("after the race: %d facts of d2, %d links (%v); want the new fact, with no link to the deleted ones", facts, links, err)
+			}
+		})
+	}
+}

@@ -93,6 +93,11 @@ const (
 	qDocumentOrphanEntities = `DELETE FROM entities e WHERE e.id = ANY($1::uuid[])
 		AND NOT EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.entity_id = e.id)
 		AND NOT EXISTS (SELECT 1 FROM entities m WHERE m.merged_into = e.id)`
+	// The document's facts are locked in id order, after their entities,
+	// before any is deleted: an ingest key-share locks facts its temporal
+	// links point at in id order (qInsertLinks), and a delete in scan
+	// order held one while it waited for another the ingest held.
+	qDocumentLockUnits    = `SELECT id FROM memory_units WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`
 	qDocumentDropUnitEnts = `DELETE FROM unit_entities WHERE unit_id = ANY($1::uuid[])`
 	qDocumentDropUnits    = `DELETE FROM memory_units WHERE id = ANY($1::uuid[])`
 	qDocumentDropChunks   = `DELETE FROM chunks WHERE bank_id = $1 AND document_id = $2`
@@ -211,7 +216,7 @@ func deleteDocumentTx(ctx context.Context, tx pgx.Tx, bankID, docID string) (Doc
 				return fmt.Errorf("lock entities: %w", err)
 			}
 		}
-		for _, q := range []string{qDocumentDropEvidence, qDocumentDropLinks, qDocumentUnmention, qDocumentDropUnitEnts} {
+		for _, q := range []string{qDocumentLockUnits, qDocumentDropEvidence, qDocumentDropLinks, qDocumentUnmention, qDocumentDropUnitEnts} {
 			if _, err := tx.Exec(ctx, q, ids); err != nil {
 				return err
 			}

@@ -194,8 +194,16 @@ const (
 	qInsertUnitEntities = `INSERT INTO unit_entities (unit_id, entity_id, mentioned_at)
 		SELECT u, e, t FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) AS x(u, e, t) ORDER BY e, u
 		ON CONFLICT DO NOTHING`
+	// Each link's foreign key key-share locks the fact it points at, in
+	// the order the rows go in, and a temporal link may point at a stored
+	// fact of a document being deleted, which no entity lock orders. A
+	// document delete locks its facts in id order, so the links go in
+	// target order. Nearest first, the ingest held a later fact and waited
+	// for an earlier one that the delete held while it waited for the
+	// later: a deadlock (SQLSTATE 40P01).
 	qInsertLinks = `INSERT INTO memory_links (bank_id, from_id, to_id, link_type, weight)
-		SELECT * FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::real[])
+		SELECT b, f, t, k, w FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::real[]) AS x(b, f, t, k, w)
+		ORDER BY t, f, k
 		ON CONFLICT DO NOTHING`
 	// Entity co-mention links to the few most recent facts sharing an
 	// entity: set-based, so one statement serves the whole batch. Only
