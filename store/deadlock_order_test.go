@@ -781,3 +781,92 @@ func TestIngestTemporalLinksCannotDeadlockWithDeleteDocument(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteDocumentRecountsAMergeSurvivor deletes a document while a
+// near-duplicate merge moves the evidence of an observation citing it onto
+// a survivor that did not. The delete read the observations citing its
+// fact (the merged-away one alone), waited for the merge to commit, then
+// deleted the fact's evidence rows, the survivor's new one with them, and
+// recounted only what it had read: the survivor kept a proof_count of
+// evidence it no longer had. The merge is held on its move of that
+// evidence (the fact's row) until the delete waits for it.
+func TestDeleteDocumentRecountsAMergeSurvivor(t *testing.T) {
+	t.Parallel()
+	st, retries := migratedCountingRetries(t)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("d1", "Hana", 1, at), personEvent("d2", "Hana", 2, at),
+		personEvent("d3", "Hana", 1, at)}); err != nil {
+		t.Fatal(err)
+	}
+	f0, g0, g1, h0 := store.DeriveID("b", "fact", "d1-0"), store.DeriveID("b", "fact", "d2-0"), store.DeriveID("b", "fact", "d2-1"),
+		store.DeriveID("b", "fact", "d3-0")
+	ev := func(ids ...uuid.UUID) []store.ObsEvidence {
+		var out []store.ObsEvidence
+		for _, id := range ids {
+			out = append(out, store.ObsEvidence{MemoryID: id, Quote: "q", Relevance: 1, At: at})
+		}
+		return out
+	}
+	merged, survivor := store.DeriveID("b", "obs", "merged"), store.DeriveID("b", "obs", "survivor")
+	if out, err := st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: "b", FactIDs: []uuid.UUID{f0, g0, g1}, Now: at, Trend: countTrend,
+		Edits: []store.ObsEdit{
+			{Kind: store.EditCreate, ObservationID: merged, Text: "Hana likes tea", Embedding: []float32{1, 0, 0, 0}, Evidence: ev(f0)},
+			{Kind: store.EditCreate, ObservationID: survivor, Text: "Hana drinks tea", Embedding: []float32{1, 0, 0, 0}, Evidence: ev(g0, g1)},
+		}}); err != nil || out.Created != 2 {
+		t.Fatalf("first consolidation: %+v %v", out, err)
+	}
+	hold, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM memory_units WHERE id = $1 FOR UPDATE`, f0); err != nil {
+		t.Fatal(err)
+	}
+	type applied struct {
+		out store.ApplyOutcome
+		err error
+	}
+	consolidated := make(chan applied, 1)
+	go func() {
+		out, err := st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: "b", FactIDs: []uuid.UUID{h0}, Now: at.Add(time.Hour),
+			MergeThreshold: 0.97, Trend: countTrend,
+			Edits: []store.ObsEdit{{Kind: store.EditCreate, ObservationID: store.DeriveID("b", "obs", "new"), Text: "Hana loves tea",
+				Embedding: []float32{1, 0, 0, 0}, Evidence: ev(h0)}}})
+		consolidated <- applied{out, err}
+	}()
+	waitForBlocked(t, st, hold, `INSERT INTO observation_evidence%`)
+	type deletion struct {
+		res store.DocumentDeletion
+		err error
+	}
+	deleted := make(chan deletion, 1)
+	go func() {
+		res, err := st.DeleteDocument(ctx, "b", "d1")
+		deleted <- deletion{res, err}
+	}()
+	waitBehindBlocked(t, st, hold, "the delete never waited for the merge")
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, d := <-consolidated, <-deleted
+	if c.err != nil || !c.out.Applied || c.out.Merged != 2 {
+		t.Fatalf("merge racing a document delete: %+v %v; want the new and the citing observation merged", c.out, c.err)
+	}
+	if d.err != nil || d.res.MemoryUnits != 1 {
+		t.Fatalf("document delete racing a merge: %+v %v", d.res, d.err)
+	}
+	if n, first := retries.counts(); n != 0 {
+		t.Fatalf("the delete lost %d time(s) to the merge and ran again: %s", n, first)
+	}
+	var proofs, evidence int
+	var state string
+	if err := st.Pool().QueryRow(ctx, `SELECT proof_count, state, (SELECT count(*) FROM observation_evidence WHERE observation_id = $1)
+		FROM memory_units WHERE id = $1`, survivor).Scan(&proofs, &state, &evidence); err != nil {
+		t.Fatal(err)
+	}
+	if proofs != evidence || evidence != 3 || state != "valid" {
+		t.Fatalf("survivor: proof_count %d, %d evidence rows, %s; want 3 and 3 (d2's two facts and d3's), valid", proofs, evidence, state)
+	}
+}

@@ -71,9 +71,12 @@ const (
 	// that are themselves doomed are not worth updating.
 	qDocumentObservations = `SELECT DISTINCT observation_id FROM observation_evidence
 		WHERE memory_id = ANY($1::uuid[]) AND NOT observation_id = ANY($1::uuid[])`
-	qDocumentDropEvidence = `DELETE FROM observation_evidence WHERE memory_id = ANY($1::uuid[]) OR observation_id = ANY($1::uuid[])`
-	qDocumentDropLinks    = `DELETE FROM memory_links WHERE from_id = ANY($1::uuid[]) OR to_id = ANY($1::uuid[])`
-	qDocumentEntities     = `SELECT DISTINCT entity_id FROM unit_entities WHERE unit_id = ANY($1::uuid[])`
+	// The observations that lost evidence, as this statement's snapshot
+	// sees them, for the recount.
+	qDocumentDropEvidence = `DELETE FROM observation_evidence WHERE memory_id = ANY($1::uuid[]) OR observation_id = ANY($1::uuid[])
+		RETURNING observation_id`
+	qDocumentDropLinks = `DELETE FROM memory_links WHERE from_id = ANY($1::uuid[]) OR to_id = ANY($1::uuid[])`
+	qDocumentEntities  = `SELECT DISTINCT entity_id FROM unit_entities WHERE unit_id = ANY($1::uuid[])`
 	// The doomed units' mentions are taken back from their entities as
 	// negative deltas, folded like the ingest's (FoldEntityMentions), so a
 	// delete never row-locks a hot entity either. Ingest counts one
@@ -195,14 +198,9 @@ func deleteDocumentTx(ctx context.Context, tx pgx.Tx, bankID, docID string) (Doc
 		if _, err := tx.Exec(ctx, qDocumentLockQueue, ids); err != nil {
 			return fmt.Errorf("lock queued facts: %w", err)
 		}
-		obs, err := collectUUIDs(ctx, tx, qDocumentObservations, ids)
+		obs, err := lockCitingObservations(ctx, tx, ids)
 		if err != nil {
-			return fmt.Errorf("observations: %w", err)
-		}
-		if len(obs) > 0 {
-			if _, err := tx.Exec(ctx, qDocumentLockObservations, obs); err != nil {
-				return fmt.Errorf("lock observations: %w", err)
-			}
+			return err
 		}
 		ents, err := collectUUIDs(ctx, tx, qDocumentEntities, ids)
 		if err != nil {
@@ -216,7 +214,28 @@ func deleteDocumentTx(ctx context.Context, tx pgx.Tx, bankID, docID string) (Doc
 				return fmt.Errorf("lock entities: %w", err)
 			}
 		}
-		for _, q := range []string{qDocumentLockUnits, qDocumentDropEvidence, qDocumentDropLinks, qDocumentUnmention, qDocumentDropUnitEnts} {
+		if _, err := tx.Exec(ctx, qDocumentLockUnits, ids); err != nil {
+			return fmt.Errorf("lock units: %w", err)
+		}
+		lost, err := collectUUIDs(ctx, tx, qDocumentDropEvidence, ids)
+		if err != nil {
+			return fmt.Errorf("evidence: %w", err)
+		}
+		// No evidence of the facts should have come since the last read
+		// (a consolidation cites its own facts, whose queue rows are held
+		// here, and a merge skips the observations held here); any that
+		// did is recounted too, its observation locked late.
+		known := map[uuid.UUID]bool{}
+		for _, id := range slices.Concat(obs, ids) {
+			known[id] = true
+		}
+		for _, id := range lost {
+			if !known[id] {
+				known[id] = true
+				obs = append(obs, id)
+			}
+		}
+		for _, q := range []string{qDocumentDropLinks, qDocumentUnmention, qDocumentDropUnitEnts} {
 			if _, err := tx.Exec(ctx, q, ids); err != nil {
 				return err
 			}
@@ -249,6 +268,35 @@ func deleteDocumentTx(ctx context.Context, tx pgx.Tx, bankID, docID string) (Doc
 		return err
 	}()
 	return res, err
+}
+
+// lockCitingObservations locks the observations citing units (not units
+// themselves), in id order, and returns them. A near-duplicate merge
+// holding one of them moves its evidence onto a survivor that was not
+// cited when the set was read; once the merge commits and the lock is
+// granted, the set is read again, and what is new is locked too, until
+// it stops growing. Recounted from the first read alone, the survivor
+// kept a proof_count of evidence the delete then removed.
+func lockCitingObservations(ctx context.Context, tx pgx.Tx, units []uuid.UUID) ([]uuid.UUID, error) {
+	held := []uuid.UUID{}
+	seen := map[uuid.UUID]bool{}
+	for {
+		cited, err := collectUUIDs(ctx, tx, qDocumentObservations, units)
+		if err != nil {
+			return nil, fmt.Errorf("observations: %w", err)
+		}
+		cited = slices.DeleteFunc(cited, func(id uuid.UUID) bool { return seen[id] })
+		if len(cited) == 0 {
+			return held, nil
+		}
+		if _, err := tx.Exec(ctx, qDocumentLockObservations, cited); err != nil {
+			return nil, fmt.Errorf("lock observations: %w", err)
+		}
+		for _, id := range cited {
+			seen[id] = true
+		}
+		held = append(held, cited...)
+	}
 }
 
 func recountObservations(ctx context.Context, tx pgx.Tx, obs, removed []uuid.UUID, docID string, res *DocumentDeletion) error {
