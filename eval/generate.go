@@ -44,9 +44,10 @@ type GenConfig struct {
 	// exchanges per session; up to two more are added at random.
 	FillerExchanges int
 	// Parts are the benchmark parts to generate (PartHeldOut, PartTuning,
-	// PartDialogue, PartDialogueTuning); empty means the held-out and the
-	// tuning part. Each of those has Banks + CrossLingualBanks banks; each
-	// dialogue part has half of Banks.
+	// PartHeldOut2, PartDialogue, PartDialogueTuning); empty means the
+	// held-out and the tuning part. Each of the LongMemEval-shaped parts
+	// has Banks + CrossLingualBanks banks; each dialogue part has half of
+	// Banks.
 	Parts []string
 	// PerMessageEvery delivers every n-th bank of a part (the second, the
 	// fourth, … for 2) as one event per message, the way most chat logs
@@ -78,8 +79,9 @@ func Full() GenConfig {
 }
 
 // Preset returns the named preset (small, full or gate) restricted to
-// part (both, heldout, tuning, dialogue, dialogue-tuning, or all), for the
-// command line. "both" is the default and includes neither dialogue part.
+// part (both, heldout, tuning, heldout-2, dialogue, dialogue-tuning, or
+// all), for the command line. "both" is the default and includes neither
+// the second held-out part nor a dialogue part.
 func Preset(size, part string) (GenConfig, error) {
 	var c GenConfig
 	switch size {
@@ -94,7 +96,7 @@ func Preset(size, part string) (GenConfig, error) {
 	}
 	switch part {
 	case "both", "":
-	case PartHeldOut, PartTuning, PartDialogue, PartDialogueTuning, "all":
+	case PartHeldOut, PartTuning, PartHeldOut2, PartDialogue, PartDialogueTuning, "all":
 		if size == "gate" && part != PartHeldOut {
 			return c, fmt.Errorf("the gate preset is the %s part only", PartHeldOut)
 		}
@@ -103,7 +105,7 @@ func Preset(size, part string) (GenConfig, error) {
 			c.Parts = slices.Clone(AllParts)
 		}
 	default:
-		return c, fmt.Errorf("part %q is not %s, %s, %s, %s, both or all", part, PartHeldOut, PartTuning, PartDialogue, PartDialogueTuning)
+		return c, fmt.Errorf("part %q is not %s, %s, %s, %s, %s, both or all", part, PartHeldOut, PartTuning, PartHeldOut2, PartDialogue, PartDialogueTuning)
 	}
 	return c, nil
 }
@@ -155,7 +157,7 @@ func (c GenConfig) validate() error {
 	seen := map[string]bool{}
 	for _, p := range c.Parts {
 		if !IsPart(p) || seen[p] {
-			return fmt.Errorf("eval: GenConfig.Parts: %q is not %s, %s, %s or %s, or repeated", p, PartHeldOut, PartTuning, PartDialogue, PartDialogueTuning)
+			return fmt.Errorf("eval: GenConfig.Parts: %q is not %s, %s, %s, %s or %s, or repeated", p, PartHeldOut, PartTuning, PartHeldOut2, PartDialogue, PartDialogueTuning)
 		}
 		seen[p] = true
 	}
@@ -220,7 +222,7 @@ func Generate(cfg GenConfig) (*Dataset, error) {
 			}
 			continue
 		}
-		partBit := uint64(0)
+		partBit := v.stream
 		if part == PartHeldOut {
 			partBit = 1
 		}
@@ -548,7 +550,8 @@ func (g *bankGen) plantEnglish() {
 		old, cur, neg := g.draw(t.pool), g.draw(t.pool), g.draw(t.pool)
 		g.userSays(g.sessionIn(0, n/2), fill(pick(g.rng, t.say), "v", old), false)
 		i := g.rng.IntN(len(t.update))
-		ev := g.userSays(g.sessionIn(n/2, n), fill(t.update[i], "v", cur), true)
+		// An update may name the value it replaces ("moved from {o} to {v}").
+		ev := g.userSays(g.sessionIn(n/2, n), fill(t.update[i], "v", cur, "o", old), true)
 		g.userSays(g.sessionIn(0, n), fill(t.neg[i], "v", neg, "p", other()), false)
 		q := g.ask(TypeKnowledgeUpdate, pick(g.rng, t.ask), g.end(), []string{cur}, ev)
 		q.OldValue = old

@@ -16,11 +16,18 @@ import "time"
 // its own, whose misses are written out like the tuning part's. Both are
 // generated only when asked for, so the default parts' files stay what
 // they were.
+//
+// The second held-out part (heldout-2) is a LongMemEval-shaped part like
+// the held-out one, written later and blind, by a writer who had seen no
+// result: a clean test set nobody has tuned against. It is reported like
+// the held-out part, its misses are never written out, and it too is
+// generated only when asked for.
 const (
 	PartTuning         = "tuning"
 	PartHeldOut        = "heldout"
 	PartDialogue       = "dialogue"
 	PartDialogueTuning = "dialogue-tuning"
+	PartHeldOut2       = "heldout-2"
 )
 
 // Parts lists the default parts in report order: what Generate makes when
@@ -28,7 +35,9 @@ const (
 var Parts = []string{PartHeldOut, PartTuning}
 
 // AllParts lists every part in report order.
-var AllParts = []string{PartHeldOut, PartTuning, PartDialogue, PartDialogueTuning}
+// The second held-out part comes after the default ones, so that --part
+// all starts with their files as they are.
+var AllParts = []string{PartHeldOut, PartTuning, PartHeldOut2, PartDialogue, PartDialogueTuning}
 
 // Tunable reports whether a part may be read question by question: its
 // misses and lost evidence turns are written out.
@@ -55,6 +64,9 @@ type vocabulary struct {
 	// start is when the part's first sessions begin, unless the config
 	// names a start.
 	start time.Time
+	// stream is or'ed into each bank's PCG stream, so that parts with the
+	// same bank numbers draw differently.
+	stream uint64
 
 	userNames, otherPeople []string
 	ssu, ssa, ssp, multi   []factTemplate
@@ -73,12 +85,18 @@ type vocabulary struct {
 	acksEN, acksZH []string
 }
 
+// heldOut2Stream sets the bit of a second held-out bank's PCG stream that
+// no other part's stream has (the dialogue parts' are bits 48 and 49).
+const heldOut2Stream = uint64(1) << 50
+
 func vocabularyOf(part string) (*vocabulary, bool) {
 	switch part {
 	case PartTuning:
 		return &tuningVocabulary, true
 	case PartHeldOut:
 		return &heldOutVocabulary, true
+	case PartHeldOut2:
+		return &heldOut2Vocabulary, true
 	}
 	return nil, false
 }

@@ -1,0 +1,124 @@
+package eval
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// vocabularyStrings are a vocabulary's names, values and lines, lower
+// cased, with the temporal phrase pools its plant function draws from.
+// keys are the names and values alone.
+func vocabularyStrings(v *vocabulary, temporal ...[]string) (all map[string]bool, keys []string) {
+	all = map[string]bool{strings.ToLower(v.bankPrefix): true}
+	add := func(isKey bool, xs ...string) {
+		for _, x := range xs {
+			k, text := splitKey(x)
+			all[strings.ToLower(k)], all[strings.ToLower(text)] = true, true
+			if isKey {
+				keys = append(keys, strings.ToLower(k))
+			}
+		}
+	}
+	add(true, v.userNames...)
+	add(true, v.otherPeople...)
+	add(true, v.zhUserNames...)
+	for _, p := range v.zhPeople {
+		add(true, p.full, p.pinyin, p.nick)
+	}
+	for _, set := range [][]factTemplate{v.ssu, v.ssa, v.ssp, v.multi, v.update, v.abstention} {
+		for _, t := range set {
+			add(true, t.pool...)
+			add(true, t.absent...)
+			for _, lines := range [][]string{t.say, t.req, t.neg, t.negReq, t.update, t.ask} {
+				add(false, lines...)
+			}
+		}
+	}
+	for _, t := range v.crossLingual {
+		add(true, t.pool...)
+		for _, lines := range [][]string{t.say, t.askEn, t.askZh} {
+			add(false, lines...)
+		}
+	}
+	for _, pool := range temporal {
+		add(true, pool...)
+	}
+	for _, vs := range v.fillerSlots {
+		add(true, vs...)
+	}
+	for _, f := range append(append([][2]string{}, v.fillerEN...), v.fillerZH...) {
+		add(false, f[0], f[1])
+	}
+	add(false, v.acksEN...)
+	add(false, v.acksZH...)
+	return all, keys
+}
+
+// commonWords are values of the held-out part's abstention templates
+// ("car insurance", "home insurance") that no sentence can do without.
+var commonWords = map[string]bool{"car": true, "home": true}
+
+// TestHeldOut2SharesNothing checks that the second held-out part shares no
+// name, value or line with the tuning and held-out parts, and that none of
+// their names or values occurs as a word in the other's vocabulary: a
+// heuristic fitted to either cannot carry over to it for free.
+func TestHeldOut2SharesNothing(t *testing.T) {
+	t.Parallel()
+	h2, h2Keys := vocabularyStrings(&heldOut2Vocabulary, heldOut2Evenings, heldOut2Errands, heldOut2Tomorrows, heldOut2Ahead)
+	tuning, tuningKeys := vocabularyStrings(&tuningVocabulary, saturdayActivities, monthClasses, errands, tripCities, fillerWeather, fillerTasks, fillerFood, fillerShows)
+	held, heldKeys := vocabularyStrings(&heldOutVocabulary, heldOutChores, heldOutWeekends, heldOutMornings, heldOutMilestones)
+	// The dialogue parts are compared by their names and values: their
+	// lines are of another shape.
+	dialogue := func(v *dialogueVocab) (map[string]bool, []string) {
+		keys := dialogueKeys(v)
+		all := map[string]bool{}
+		for _, k := range keys {
+			all[k] = true
+		}
+		return all, keys
+	}
+	dlg, dlgKeys := dialogue(&dialogueVocabulary)
+	dlgt, dlgtKeys := dialogue(&dialogueTuningVocabulary)
+	text := func(m map[string]bool) string {
+		var b strings.Builder
+		for s := range m {
+			b.WriteString(s + "\n")
+		}
+		return b.String()
+	}
+	word := func(k string) *regexp.Regexp {
+		if strings.ContainsFunc(k, func(r rune) bool { return r > 0x2e7f }) {
+			return regexp.MustCompile(regexp.QuoteMeta(k))
+		}
+		return regexp.MustCompile(`\b` + regexp.QuoteMeta(k) + `\b`)
+	}
+	for _, other := range []struct {
+		name string
+		all  map[string]bool
+		keys []string
+	}{{PartTuning, tuning, tuningKeys}, {PartHeldOut, held, heldKeys}, {PartDialogue, dlg, dlgKeys}, {PartDialogueTuning, dlgt, dlgtKeys}} {
+		for s := range h2 {
+			if other.all[s] {
+				t.Errorf("%s and %s both hold %q", PartHeldOut2, other.name, s)
+			}
+		}
+		if other.name == PartDialogue || other.name == PartDialogueTuning {
+			continue // another shape of data: no shared name or value is enough
+		}
+		otherText, h2Text := text(other.all), text(h2)
+		for _, k := range h2Keys {
+			if word(k).MatchString(otherText) {
+				t.Errorf("%s's %q occurs in the %s vocabulary", PartHeldOut2, k, other.name)
+			}
+		}
+		for _, k := range other.keys {
+			if commonWords[k] {
+				continue
+			}
+			if word(k).MatchString(h2Text) {
+				t.Errorf("%s's %q occurs in the %s vocabulary", other.name, k, PartHeldOut2)
+			}
+		}
+	}
+}
