@@ -130,7 +130,7 @@ func (c BenchmarkConfig) validate(deps BenchmarkDeps) error {
 	case c.Dir == "":
 		return errors.New("eval: BenchmarkConfig.Dir is empty")
 	case c.Part != "" && !IsPart(c.Part):
-		return fmt.Errorf("eval: BenchmarkConfig.Part %q is not %s, %s, %s or %s", c.Part, PartHeldOut, PartTuning, PartDialogue, PartDialogueTuning)
+		return fmt.Errorf("eval: BenchmarkConfig.Part %q is not %s, %s, %s, %s or %s", c.Part, PartHeldOut, PartTuning, PartHeldOut2, PartDialogue, PartDialogueTuning)
 	case c.Ingest != IngestKafka && c.Ingest != IngestRetain:
 		return fmt.Errorf("eval: BenchmarkConfig.Ingest %q is not %s or %s", c.Ingest, IngestKafka, IngestRetain)
 	case !c.SkipIngest && c.Ingest == IngestKafka && deps.Produce == nil:
@@ -374,7 +374,7 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 	for _, p := range out.Parts {
 		// The bars are the targets of the LongMemEval-shaped parts; the
 		// dialogue parts have no cross-lingual questions and no target yet.
-		if p.Part == PartHeldOut || p.Part == PartTuning {
+		if p.Part == PartHeldOut || p.Part == PartTuning || p.Part == PartHeldOut2 {
 			p.Bars = QualityBars(p.Main, p.Baselines...)
 		}
 	}
@@ -396,6 +396,9 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 	}
 	if out.Part(PartHeldOut) != nil {
 		out.Notes = append(out.Notes, "The held-out part's misses are deliberately not listed (no misses file, no lost turns): it is never tuned against.")
+	}
+	if out.Part(PartHeldOut2) != nil {
+		out.Notes = append(out.Notes, "The second held-out part's misses are not listed either (no misses file, no lost turns): it was written blind and is never tuned against.")
 	}
 	if out.Part(PartDialogue) != nil {
 		out.Notes = append(out.Notes, "The dialogue part's misses are not listed either (no misses file, no lost turns): like the held-out part it is never tuned against.")
@@ -494,6 +497,9 @@ func ChartName(part string) string {
 func partTitle(part string) string {
 	if part == PartHeldOut {
 		return "Held-out part (reported and gated; never tuned against)"
+	}
+	if part == PartHeldOut2 {
+		return "Second held-out part (written blind; reported, never tuned against)"
 	}
 	if part == PartDialogue {
 		return "Dialogue part (two named people, third-person questions; reported, never tuned against)"

@@ -1,7 +1,9 @@
 package eval
 
 import (
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -120,5 +122,52 @@ func TestHeldOut2SharesNothing(t *testing.T) {
 				t.Errorf("%s's %q occurs in the %s vocabulary", other.name, k, PartHeldOut2)
 			}
 		}
+	}
+}
+
+// TestHeldOut2IsGeneratedOnlyWhenAskedFor checks the part's plumbing: its
+// presets, that it is left out of the default parts and out of the gate,
+// that it comes out the same alone and with every other part, that its
+// misses are never written out, and that its report section has its own
+// title.
+func TestHeldOut2IsGeneratedOnlyWhenAskedFor(t *testing.T) {
+	t.Parallel()
+	if slices.Contains(Parts, PartHeldOut2) || !slices.Contains(AllParts, PartHeldOut2) || Tunable(PartHeldOut2) || !IsPart(PartHeldOut2) {
+		t.Fatalf("Parts %v, AllParts %v, tunable %v", Parts, AllParts, Tunable(PartHeldOut2))
+	}
+	if _, err := Preset("gate", PartHeldOut2); err == nil {
+		t.Error("the gate preset accepted the heldout-2 part")
+	}
+	alone, err := Preset("small", PartHeldOut2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := Preset("small", "all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := generate(t, alone), generate(t, all)
+	if len(a.Questions) == 0 || a.Manifest.ByPart[PartHeldOut2] != len(a.Questions) || !a.Manifest.Start.Equal(heldOut2Vocabulary.start) {
+		t.Fatalf("--part heldout-2: manifest %+v", a.Manifest)
+	}
+	var inAll []Event
+	for _, e := range b.Events {
+		if strings.HasPrefix(e.BankID, heldOut2Vocabulary.bankPrefix+"-") {
+			inAll = append(inAll, e)
+		}
+	}
+	if !reflect.DeepEqual(a.Events, inAll) || !reflect.DeepEqual(a.Questions, b.Part(PartHeldOut2)) {
+		t.Error("the heldout-2 part differs between --part heldout-2 and --part all")
+	}
+	for _, e := range a.Events {
+		if !strings.HasPrefix(e.BankID, "held2-") {
+			t.Fatalf("bank %s of the heldout-2 part", e.BankID)
+		}
+	}
+	if title := partTitle(PartHeldOut2); title == partTitle(PartHeldOut) || title == partTitle(PartTuning) {
+		t.Errorf("heldout-2 report title %q", title)
+	}
+	if ChartName(PartHeldOut2) == ChartName(PartHeldOut) {
+		t.Errorf("heldout-2 chart %q", ChartName(PartHeldOut2))
 	}
 }

@@ -72,6 +72,15 @@ func TestEvalGenIsDeterministic(t *testing.T) {
 	if h.Manifest.ByPart[eval.PartTuning] != 0 || h.Manifest.ByPart[eval.PartHeldOut] == 0 {
 		t.Errorf("--part heldout wrote %v", h.Manifest.ByPart)
 	}
+	// --part heldout-2 writes the second held-out part only, and the
+	// default parts leave it out.
+	h2, err := eval.Load(gen("h2", "--part", eval.PartHeldOut2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h2.Manifest.ByPart) != 1 || h2.Manifest.ByPart[eval.PartHeldOut2] == 0 || d.Manifest.ByPart[eval.PartHeldOut2] != 0 {
+		t.Errorf("--part heldout-2 wrote %v, the default %v", h2.Manifest.ByPart, d.Manifest.ByPart)
+	}
 }
 
 // TestEvalRegressionGate is the quality gate of `make test`: the held-out
