@@ -372,9 +372,7 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 		}
 	}
 	for _, p := range out.Parts {
-		// The bars are the targets of the LongMemEval-shaped parts; the
-		// dialogue parts have no cross-lingual questions and no target yet.
-		if p.Part == PartHeldOut || p.Part == PartTuning || p.Part == PartHeldOut2 {
+		if barred(p.Part) {
 			p.Bars = QualityBars(p.Main, p.Baselines...)
 		}
 	}
@@ -492,6 +490,13 @@ func ChartName(part string) string {
 		return ChartPNG
 	}
 	return strings.TrimSuffix(ChartPNG, ".png") + "_" + part + ".png"
+}
+
+// barred reports whether a part is held to the quality bars: the
+// LongMemEval-shaped parts are; the dialogue parts have no cross-lingual
+// questions and no target yet.
+func barred(part string) bool {
+	return part == PartHeldOut || part == PartTuning || part == PartHeldOut2
 }
 
 func partTitle(part string) string {

@@ -167,6 +167,9 @@ func TestHeldOut2IsGeneratedOnlyWhenAskedFor(t *testing.T) {
 	if title := partTitle(PartHeldOut2); title == partTitle(PartHeldOut) || title == partTitle(PartTuning) {
 		t.Errorf("heldout-2 report title %q", title)
 	}
+	if !barred(PartHeldOut2) || barred(PartDialogue) || barred(PartDialogueTuning) {
+		t.Error("heldout-2 is not held to the quality bars like the held-out part, or a dialogue part is")
+	}
 	if ChartName(PartHeldOut2) == ChartName(PartHeldOut) {
 		t.Errorf("heldout-2 chart %q", ChartName(PartHeldOut2))
 	}
