@@ -455,11 +455,23 @@ const (
 	// facts still waiting, so that no batch read before the clear applies.
 	qReconsolidate = `WITH d AS (DELETE FROM unit_consolidations WHERE bank_id = $1 RETURNING unit_id, bank_id)
 		INSERT INTO consolidation_queue (unit_id, bank_id, held) SELECT unit_id, bank_id, true FROM d ON CONFLICT DO NOTHING`
-	qHoldQueued    = `UPDATE consolidation_queue SET held = true WHERE bank_id = $1 AND NOT held`
-	qClearMemories = `DELETE FROM memory_units WHERE bank_id = $1 AND ($2 = '' OR fact_type = $2)`
+	qHoldQueued = `UPDATE consolidation_queue SET held = true WHERE bank_id = $1 AND NOT held`
+	// ClearMemories takes its locks in DeleteDocument's order: queue rows,
+	// entities, facts, each in id order. Facts before entities, it held a
+	// fact an ingest's link waited for while it waited for an entity the
+	// ingest held (followMerges): a deadlock (SQLSTATE 40P01). Queue rows
+	// first wait for a consolidation of the bank, whose observations the
+	// deletes then see.
+	qLockBankQueue = `SELECT unit_id FROM consolidation_queue WHERE bank_id = $1 ORDER BY unit_id FOR UPDATE`
+	// Read before any lock: a fact whose ingest the entity lock then
+	// waits for is not cleared, as when the lock came after the delete.
+	qBankFacts     = `SELECT id FROM memory_units WHERE bank_id = $1 AND fact_type <> 'observation'`
+	qLockFactsByID = `SELECT id FROM memory_units WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`
+	qClearMemories = `DELETE FROM memory_units WHERE bank_id = $1 AND ($2 = '' OR fact_type = $2) AND (fact_type = 'observation' OR id = ANY($3::uuid[]))`
+	qClearMentions = `DELETE FROM entity_mention_deltas d USING entities e WHERE e.id = d.entity_id AND e.bank_id = $1`
 	// As in DeleteDocument (qDocumentLockEntities): locking the bank's
-	// entities first waits for an ingest transaction linking a new fact to
-	// one of them (its foreign-key check holds a key-share lock), so that
+	// entities waits for an ingest transaction linking a new fact to one of
+	// them (its foreign-key check holds a key-share lock), so that
 	// qClearEntities, with a snapshot taken after, sees the link and keeps
 	// the entity. Deleting it once the lane had committed cascaded the new
 	// fact's link away.
@@ -507,19 +519,28 @@ func (s *Store) ClearObservations(ctx context.Context, bankID string) (int, erro
 func (s *Store) ClearMemories(ctx context.Context, bankID, factType string) (int, error) {
 	var n int
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, qLockBankFacts, bankID); err != nil {
+		facts, err := collectUUIDs(ctx, tx, qBankFacts, bankID)
+		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, qClearMemories, bankID, factType)
+		if _, err := tx.Exec(ctx, qLockBankQueue, bankID); err != nil {
+			return err
+		}
+		if factType == "" {
+			if _, err := tx.Exec(ctx, qLockBankEntities, bankID); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, qLockFactsByID, facts); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, qClearMemories, bankID, factType, facts)
 		if err != nil {
 			return err
 		}
 		n = int(tag.RowsAffected())
 		if factType == "" {
-			if _, err := tx.Exec(ctx, `DELETE FROM entity_mention_deltas d USING entities e WHERE e.id = d.entity_id AND e.bank_id = $1`, bankID); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, qLockBankEntities, bankID); err != nil {
+			if _, err := tx.Exec(ctx, qClearMentions, bankID); err != nil {
 				return err
 			}
 			_, err = tx.Exec(ctx, qClearEntities, bankID)

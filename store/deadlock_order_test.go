@@ -715,3 +715,55 @@ func TestDeleteDocumentRecountsAMergeSurvivor(t *testing.T) {
 		t.Fatalf("survivor: proof_count %d, %d evidence rows, %s; want 3 and 3 (d2's two facts and d3's), valid", proofs, evidence, state)
 	}
 }
+
+// TestIngestCannotDeadlockWithClearMemories ingests a fact naming an
+// entity of a bank whose memories are being cleared. The clear locked the
+// bank's facts and then its entities, the ingest key-share locks its
+// entities (followMerges) and then the facts its links point at: the
+// ingest waited for a stored fact the clear held, the clear for the
+// entity the ingest held, a deadlock (SQLSTATE 40P01). The clear is held
+// on a mention delta of the entity (after its fact lock, before its
+// entity lock) until the ingest waits behind it.
+func TestIngestCannotDeadlockWithClearMemories(t *testing.T) {
+	t.Parallel()
+	st, retries := migratedCountingRetries(t)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	hana := store.DeriveID("b", "entity", "hana")
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("d1", "Hana", 1, at)}); err != nil {
+		t.Fatal(err)
+	}
+	hold := holdLock(t, st, `SELECT 1 FROM entity_mention_deltas WHERE entity_id = $1 FOR UPDATE`, hana)
+	type cleared struct {
+		n   int
+		err error
+	}
+	clear := make(chan cleared, 1)
+	go func() {
+		n, err := st.ClearMemories(ctx, "b", "")
+		clear <- cleared{n, err}
+	}()
+	waitForBlocked(t, st, hold, `DELETE FROM entity_mention_deltas%`)
+	persisted := make(chan error, 1)
+	go func() {
+		_, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("d2", "Hana", 1, at.Add(time.Hour))})
+		persisted <- err
+	}()
+	waitBehindBlocked(t, st, hold, "the ingest never waited for the clear")
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-persisted; err != nil {
+		t.Fatalf("ingest racing a memory clear: %v", err)
+	}
+	c := <-clear
+	if c.err != nil || c.n != 1 {
+		t.Fatalf("memory clear racing an ingest: %d %v; want d1's fact cleared", c.n, c.err)
+	}
+	retries.expectNone(t, "the ingest")
+	wantLinked(t, st, store.DeriveID("b", "fact", "d2-0"), hana)
+	var facts int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM memory_units WHERE bank_id = 'b'`).Scan(&facts); err != nil || facts != 1 {
+		t.Fatalf("after the race: %d facts (%v); want d2's alone", facts, err)
+	}
+}
