@@ -767,3 +767,62 @@ func TestIngestCannotDeadlockWithClearMemories(t *testing.T) {
 		t.Fatalf("after the race: %d facts (%v); want d2's alone", facts, err)
 	}
 }
+
+// TestConsolidationCannotDeadlockWithClearMemories clears a bank's
+// memories while a consolidation, holding its fact's queue row, waits (on
+// hold) to lock the observation it updates. The clear locked the bank's
+// facts, then waited to delete that observation, and the consolidation
+// then waited for its fact (the evidence's foreign key): a deadlock
+// (SQLSTATE 40P01), the clear run again by writeTx. Entities locked first
+// moved it to the new observation's entity link; the clear now waits at
+// the queue rows. The observation is held by a share lock.
+func TestConsolidationCannotDeadlockWithClearMemories(t *testing.T) {
+	t.Parallel()
+	st, retries := migratedCountingRetries(t)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	hana := store.DeriveID("b", "entity", "hana")
+	if _, err := st.PersistBatch(ctx, []store.EventRecord{personEvent("d1", "Hana", 1, at), personEvent("d2", "Hana", 1, at)}); err != nil {
+		t.Fatal(err)
+	}
+	f0, g0 := store.DeriveID("b", "fact", "d1-0"), store.DeriveID("b", "fact", "d2-0")
+	cited, fresh := store.DeriveID("b", "obs", "cited"), store.DeriveID("b", "obs", "fresh")
+	if out, err := st.ApplyConsolidation(ctx, store.ConsolidationApply{BankID: "b", FactIDs: []uuid.UUID{f0}, Now: at, Trend: countTrend,
+		Edits: []store.ObsEdit{{Kind: store.EditCreate, ObservationID: cited, Text: "Hana likes tea", Embedding: []float32{1, 0, 0, 0},
+			Evidence: evidenceAt(at, f0)}}}); err != nil || out.Created != 1 {
+		t.Fatalf("first consolidation: %+v %v", out, err)
+	}
+	hold := holdLock(t, st, `SELECT 1 FROM memory_units WHERE id = $1 FOR SHARE`, cited)
+	consolidated := applyInBackground(st, store.ConsolidationApply{BankID: "b", FactIDs: []uuid.UUID{g0}, Now: at.Add(time.Hour), Trend: countTrend,
+		Edits: []store.ObsEdit{
+			{Kind: store.EditUpdate, ObservationID: cited, Text: "Hana likes green tea", Embedding: []float32{1, 0, 0, 0}, Evidence: evidenceAt(at, g0)},
+			{Kind: store.EditCreate, ObservationID: fresh, Text: "Hana walks", Embedding: []float32{0, 1, 0, 0}, EntityIDs: []uuid.UUID{hana},
+				Evidence: evidenceAt(at, g0)},
+		}})
+	waitForBlocked(t, st, hold, `SELECT id, text, state FROM memory_units%`)
+	type cleared struct {
+		n   int
+		err error
+	}
+	clear := make(chan cleared, 1)
+	go func() {
+		n, err := st.ClearMemories(ctx, "b", "")
+		clear <- cleared{n, err}
+	}()
+	waitBehindBlocked(t, st, hold, "the clear never waited for the consolidation")
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, cl := <-consolidated, <-clear
+	if c.err != nil || !c.out.Applied || c.out.Created != 1 || c.out.Updated != 1 {
+		t.Fatalf("consolidation racing a memory clear: %+v %v", c.out, c.err)
+	}
+	if cl.err != nil || cl.n != 4 {
+		t.Fatalf("memory clear racing a consolidation: %d %v; want both facts and both observations cleared", cl.n, cl.err)
+	}
+	retries.expectNone(t, "the consolidation")
+	var units, ents int
+	if err := st.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM memory_units), (SELECT count(*) FROM entities)`).Scan(&units, &ents); err != nil || units != 0 || ents != 0 {
+		t.Fatalf("after the race: %d units, %d entities (%v); want none", units, ents, err)
+	}
+}
