@@ -44,7 +44,8 @@ type GenConfig struct {
 	// exchanges per session; up to two more are added at random.
 	FillerExchanges int
 	// Parts are the benchmark parts to generate (PartHeldOut, PartTuning,
-	// PartHeldOut2, PartDialogue, PartDialogueTuning); empty means the
+	// PartHeldOut2, PartHeldOut3, PartDialogue, PartDialogueTuning); empty
+	// means the
 	// held-out and the tuning part. Each of the LongMemEval-shaped parts
 	// has Banks + CrossLingualBanks banks; each dialogue part has half of
 	// Banks.
@@ -79,9 +80,10 @@ func Full() GenConfig {
 }
 
 // Preset returns the named preset (small, full or gate) restricted to
-// part (both, heldout, tuning, heldout-2, dialogue, dialogue-tuning, or
-// all), for the command line. "both" is the default and includes neither
-// the second held-out part nor a dialogue part.
+// part (both, heldout, tuning, heldout-2, heldout-3, dialogue,
+// dialogue-tuning, or all), for the command line. "both" is the default
+// and includes neither the second or third held-out part nor a dialogue
+// part.
 func Preset(size, part string) (GenConfig, error) {
 	var c GenConfig
 	switch size {
@@ -96,7 +98,7 @@ func Preset(size, part string) (GenConfig, error) {
 	}
 	switch part {
 	case "both", "":
-	case PartHeldOut, PartTuning, PartHeldOut2, PartDialogue, PartDialogueTuning, "all":
+	case PartHeldOut, PartTuning, PartHeldOut2, PartHeldOut3, PartDialogue, PartDialogueTuning, "all":
 		if size == "gate" && part != PartHeldOut {
 			return c, fmt.Errorf("the gate preset is the %s part only", PartHeldOut)
 		}
@@ -105,7 +107,7 @@ func Preset(size, part string) (GenConfig, error) {
 			c.Parts = slices.Clone(AllParts)
 		}
 	default:
-		return c, fmt.Errorf("part %q is not %s, %s, %s, %s, %s, both or all", part, PartHeldOut, PartTuning, PartHeldOut2, PartDialogue, PartDialogueTuning)
+		return c, fmt.Errorf("part %q is not %s, %s, %s, %s, %s, %s, both or all", part, PartHeldOut, PartTuning, PartHeldOut2, PartHeldOut3, PartDialogue, PartDialogueTuning)
 	}
 	return c, nil
 }
@@ -157,7 +159,7 @@ func (c GenConfig) validate() error {
 	seen := map[string]bool{}
 	for _, p := range c.Parts {
 		if !IsPart(p) || seen[p] {
-			return fmt.Errorf("eval: GenConfig.Parts: %q is not %s, %s, %s, %s or %s, or repeated", p, PartHeldOut, PartTuning, PartHeldOut2, PartDialogue, PartDialogueTuning)
+			return fmt.Errorf("eval: GenConfig.Parts: %q is not %s, %s, %s, %s, %s or %s, or repeated", p, PartHeldOut, PartTuning, PartHeldOut2, PartHeldOut3, PartDialogue, PartDialogueTuning)
 		}
 		seen[p] = true
 	}

@@ -22,12 +22,17 @@ import "time"
 // result: a clean test set nobody has tuned against. It is reported like
 // the held-out part, its misses are never written out, and it too is
 // generated only when asked for.
+//
+// The third held-out part (heldout-3) is another such part, written blind
+// in the same way by another writer, with a vocabulary of its own: one
+// more clean test set nobody has tuned against, plumbed like heldout-2.
 const (
 	PartTuning         = "tuning"
 	PartHeldOut        = "heldout"
 	PartDialogue       = "dialogue"
 	PartDialogueTuning = "dialogue-tuning"
 	PartHeldOut2       = "heldout-2"
+	PartHeldOut3       = "heldout-3"
 )
 
 // Parts lists the default parts in report order: what Generate makes when
@@ -35,9 +40,9 @@ const (
 var Parts = []string{PartHeldOut, PartTuning}
 
 // AllParts lists every part in report order.
-// The second held-out part comes after the default ones, so that --part
+// The second and third held-out parts come after the default ones, so that --part
 // all starts with their files as they are.
-var AllParts = []string{PartHeldOut, PartTuning, PartHeldOut2, PartDialogue, PartDialogueTuning}
+var AllParts = []string{PartHeldOut, PartTuning, PartHeldOut2, PartHeldOut3, PartDialogue, PartDialogueTuning}
 
 // Tunable reports whether a part may be read question by question: its
 // misses and lost evidence turns are written out.
@@ -89,6 +94,9 @@ type vocabulary struct {
 // no other part's stream has (the dialogue parts' are bits 48 and 49).
 const heldOut2Stream = uint64(1) << 50
 
+// heldOut3Stream is the bit of a third held-out bank's PCG stream.
+const heldOut3Stream = uint64(1) << 51
+
 func vocabularyOf(part string) (*vocabulary, bool) {
 	switch part {
 	case PartTuning:
@@ -97,6 +105,8 @@ func vocabularyOf(part string) (*vocabulary, bool) {
 		return &heldOutVocabulary, true
 	case PartHeldOut2:
 		return &heldOut2Vocabulary, true
+	case PartHeldOut3:
+		return &heldOut3Vocabulary, true
 	}
 	return nil, false
 }
