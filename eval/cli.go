@@ -9,8 +9,8 @@ import (
 
 // Usage is the help text of `memstream eval`.
 const Usage = `Usage:
-  memstream eval gen --out DIR [--seed N] [--size small|full|gate] [--part heldout|tuning|both|heldout-2|dialogue|dialogue-tuning|all]
-  memstream eval run DIR [--api URL] [--part heldout|tuning|heldout-2|dialogue|dialogue-tuning] [--arms a,b] [--fusion rrf|interleave] [--ablation [--ablation-off a+b]]
+  memstream eval gen --out DIR [--seed N] [--size small|full|gate] [--part heldout|tuning|both|heldout-2|heldout-3|dialogue|dialogue-tuning|all]
+  memstream eval run DIR [--api URL] [--part heldout|tuning|heldout-2|heldout-3|dialogue|dialogue-tuning] [--arms a,b] [--fusion rrf|interleave] [--ablation [--ablation-off a+b]]
   memstream eval run DIR --target hindsight --ingest retain (--api URL | --hindsight-bin BIN)
 
 gen writes a deterministic LongMemEval-style dataset (events.jsonl,
@@ -19,8 +19,9 @@ held-out part with its own vocabulary that is reported and gated but never
 tuned against. --part heldout-2 writes a second held-out part instead:
 the same question types with a vocabulary of its own, written blind by a
 writer who had seen no result, reported like the held-out part and never
-tuned against. --part dialogue writes a part of another shape (--part
-all: all five): chats between two named people, one event per message,
+tuned against; --part heldout-3 writes a third one, written blind the
+same way with a vocabulary of its own. --part dialogue writes a part of
+another shape (--part all: all six): chats between two named people, one event per message,
 with third-person questions about either of them, reported like the
 held-out part and never tuned against.
 --part dialogue-tuning writes its tuning counterpart: the same shape with
@@ -44,7 +45,7 @@ func GenCommand(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Int64("seed", 1, "random seed; the same seed and size give byte-identical files")
 	out := fs.String("out", "", "directory to write the dataset to (required)")
 	size := fs.String("size", "small", "preset: small (about 60 questions per part, for tests), full (several hundred per part, for reports) or gate (the make test gate: small, held-out only)")
-	part := fs.String("part", "both", "parts to generate: heldout, tuning, both (the default; neither heldout-2 nor a dialogue part), heldout-2, dialogue, dialogue-tuning, or all five")
+	part := fs.String("part", "both", "parts to generate: heldout, tuning, both (the default; neither heldout-2, heldout-3 nor a dialogue part), heldout-2, heldout-3, dialogue, dialogue-tuning, or all six")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, Usage+"\nFlags of gen:\n")
 		fs.PrintDefaults()

@@ -130,7 +130,7 @@ func (c BenchmarkConfig) validate(deps BenchmarkDeps) error {
 	case c.Dir == "":
 		return errors.New("eval: BenchmarkConfig.Dir is empty")
 	case c.Part != "" && !IsPart(c.Part):
-		return fmt.Errorf("eval: BenchmarkConfig.Part %q is not %s, %s, %s, %s or %s", c.Part, PartHeldOut, PartTuning, PartHeldOut2, PartDialogue, PartDialogueTuning)
+		return fmt.Errorf("eval: BenchmarkConfig.Part %q is not %s, %s, %s, %s, %s or %s", c.Part, PartHeldOut, PartTuning, PartHeldOut2, PartHeldOut3, PartDialogue, PartDialogueTuning)
 	case c.Ingest != IngestKafka && c.Ingest != IngestRetain:
 		return fmt.Errorf("eval: BenchmarkConfig.Ingest %q is not %s or %s", c.Ingest, IngestKafka, IngestRetain)
 	case !c.SkipIngest && c.Ingest == IngestKafka && deps.Produce == nil:
@@ -398,6 +398,9 @@ func RunBenchmark(ctx context.Context, deps BenchmarkDeps, cfg BenchmarkConfig) 
 	if out.Part(PartHeldOut2) != nil {
 		out.Notes = append(out.Notes, "The second held-out part's misses are not listed either (no misses file, no lost turns): it was written blind and is never tuned against.")
 	}
+	if out.Part(PartHeldOut3) != nil {
+		out.Notes = append(out.Notes, "The third held-out part's misses are not listed either (no misses file, no lost turns): it was written blind and is never tuned against.")
+	}
 	if out.Part(PartDialogue) != nil {
 		out.Notes = append(out.Notes, "The dialogue part's misses are not listed either (no misses file, no lost turns): like the held-out part it is never tuned against.")
 	}
@@ -496,7 +499,7 @@ func ChartName(part string) string {
 // LongMemEval-shaped parts are; the dialogue parts have no cross-lingual
 // questions and no target yet.
 func barred(part string) bool {
-	return part == PartHeldOut || part == PartTuning || part == PartHeldOut2
+	return part == PartHeldOut || part == PartTuning || part == PartHeldOut2 || part == PartHeldOut3
 }
 
 func partTitle(part string) string {
@@ -505,6 +508,9 @@ func partTitle(part string) string {
 	}
 	if part == PartHeldOut2 {
 		return "Second held-out part (written blind; reported, never tuned against)"
+	}
+	if part == PartHeldOut3 {
+		return "Third held-out part (written blind; reported, never tuned against)"
 	}
 	if part == PartDialogue {
 		return "Dialogue part (two named people, third-person questions; reported, never tuned against)"

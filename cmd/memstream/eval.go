@@ -70,7 +70,7 @@ func cmdEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	consTimeout := fs.Duration("consolidation-timeout", 10*time.Minute, "how long to wait for consolidation to drain")
 	verbose := fs.Bool("verbose", false, "log the in-process memstream at the configured level (default: warnings only, so the tables stay readable)")
 	consStall := fs.Duration("consolidation-stall", 30*time.Second, "stop waiting for consolidation when pending_consolidation does not change for this long")
-	part := fs.String("part", "", "run one part only: heldout, tuning, heldout-2, dialogue or dialogue-tuning (default: every part of the dataset)")
+	part := fs.String("part", "", "run one part only: heldout, tuning, heldout-2, heldout-3, dialogue or dialogue-tuning (default: every part of the dataset)")
 	noBaselines := fs.Bool("no-baselines", false, "skip the BM25 and dense baselines over the raw turns")
 	target := fs.String("target", eval.TargetMemstream, "whose API to retain into and ask: memstream, or hindsight (Hindsight 1.1.0 in its no-LLM chunks mode; needs --ingest retain, and --api or --hindsight-bin)")
 	hindsightBin := fs.String("hindsight-bin", "", "with --target hindsight and no --api: the hindsight-api to start, with a PostgreSQL of its own, embedding with memstream's configured embedder (scripts/bench-hindsight.sh installs it)")
@@ -112,7 +112,7 @@ func cmdEvalRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Part: *part, NoBaselines: *noBaselines, Out: stdout, Ingest: *ingest, Context: *label, Target: *target,
 	}, HindsightBin: *hindsightBin}
 	if opts.Part != "" && !eval.IsPart(opts.Part) {
-		return fmt.Errorf("eval run: --part %q is not heldout, tuning, heldout-2, dialogue or dialogue-tuning", opts.Part)
+		return fmt.Errorf("eval run: --part %q is not heldout, tuning, heldout-2, heldout-3, dialogue or dialogue-tuning", opts.Part)
 	}
 	if opts.Target == eval.TargetHindsight {
 		return runEvalHindsight(ctx, opts, stderr)
