@@ -397,7 +397,7 @@ func TestDialogueTuningMissesAreWritten(t *testing.T) {
 	for _, m := range misses {
 		byPart[partOf[m.ID]]++
 	}
-	if byPart[PartDialogueTuning] == 0 || byPart[PartTuning] == 0 || byPart[PartHeldOut] != 0 || byPart[PartHeldOut2] != 0 || byPart[PartDialogue] != 0 {
+	if byPart[PartDialogueTuning] == 0 || byPart[PartTuning] == 0 || byPart[PartHeldOut] != 0 || byPart[PartHeldOut2] != 0 || byPart[PartHeldOut3] != 0 || byPart[PartDialogue] != 0 {
 		t.Errorf("misses by part %v (%v), want tuning and dialogue-tuning only", byPart, counts)
 	}
 	for _, p := range AllParts {

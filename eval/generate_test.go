@@ -22,18 +22,20 @@ func generate(t *testing.T, cfg GenConfig) *Dataset {
 	return d
 }
 
-// withHeldOut2 is cfg and cfg restricted to the second held-out part,
-// which is generated only when asked for: the generator's per-part tests
-// run on both, so every LongMemEval-shaped part passes them.
-func withHeldOut2(cfg GenConfig) []GenConfig {
-	h2 := cfg
+// withBlindParts is cfg, cfg restricted to the second held-out part and cfg
+// restricted to the third, which are generated only when asked for: the
+// generator's per-part tests run on all three, so every LongMemEval-shaped
+// part passes them.
+func withBlindParts(cfg GenConfig) []GenConfig {
+	h2, h3 := cfg, cfg
 	h2.Parts = []string{PartHeldOut2}
-	return []GenConfig{cfg, h2}
+	h3.Parts = []string{PartHeldOut3}
+	return []GenConfig{cfg, h2, h3}
 }
 
 func TestGenerateIsDeterministicForASeed(t *testing.T) {
 	t.Parallel()
-	for _, cfg := range withHeldOut2(Small()) {
+	for _, cfg := range withBlindParts(Small()) {
 		checkDeterministic(t, cfg)
 	}
 }
@@ -77,7 +79,7 @@ func TestPresetSizes(t *testing.T) {
 		{"small", Small(), 50, 75},
 		{"full", Full(), 400, 2000},
 	} {
-		tc.cfg.Parts = append(slices.Clone(Parts), PartHeldOut2)
+		tc.cfg.Parts = append(slices.Clone(Parts), PartHeldOut2, PartHeldOut3)
 		d := generate(t, tc.cfg)
 		for _, part := range tc.cfg.Parts {
 			qs := d.Part(part)
@@ -127,7 +129,7 @@ var bankIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 func TestEventsFollowTheSpec(t *testing.T) {
 	t.Parallel()
 	cfg := Small()
-	cfg.Parts = append(cfg.Parts, PartHeldOut2)
+	cfg.Parts = append(cfg.Parts, PartHeldOut2, PartHeldOut3)
 	d := generate(t, cfg)
 	ids := map[string]bool{}
 	for _, e := range d.Events {
@@ -189,7 +191,7 @@ func containsAny(s string, subs []string) bool {
 // label points at a real turn that holds the answer.
 func TestQuestionsMatchTheirEvidence(t *testing.T) {
 	t.Parallel()
-	for _, cfg := range append(withHeldOut2(Small()), withHeldOut2(Full())...) {
+	for _, cfg := range append(withBlindParts(Small()), withBlindParts(Full())...) {
 		d := generate(t, cfg)
 		bankOf := map[string]string{}
 		sessionStart := map[string]time.Time{}
@@ -343,7 +345,7 @@ func checkAbsentTerms(t *testing.T, d *Dataset) {
 // the context means the evidence (or a fact derived from it) was recalled.
 func TestGoldOnlyInEvidence(t *testing.T) {
 	t.Parallel()
-	for _, cfg := range withHeldOut2(Full()) {
+	for _, cfg := range withBlindParts(Full()) {
 		checkGoldOnlyInEvidence(t, generate(t, cfg))
 	}
 }
@@ -383,7 +385,7 @@ func checkGoldOnlyInEvidence(t *testing.T, d *Dataset) {
 // five letters with the evidence.
 func TestHardNegativesExist(t *testing.T) {
 	t.Parallel()
-	for _, cfg := range withHeldOut2(Small()) {
+	for _, cfg := range withBlindParts(Small()) {
 		checkHardNegatives(t, generate(t, cfg))
 	}
 }

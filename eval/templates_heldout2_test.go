@@ -61,27 +61,46 @@ func vocabularyStrings(v *vocabulary, temporal ...[]string) (all map[string]bool
 // ("car insurance", "home insurance") that no sentence can do without.
 var commonWords = map[string]bool{"car": true, "home": true}
 
-// TestHeldOut2SharesNothing checks that the second held-out part shares no
-// name, value or line with the tuning and held-out parts, and that none of
-// their names or values occurs as a word in the other's vocabulary: a
-// heuristic fitted to either cannot carry over to it for free.
-func TestHeldOut2SharesNothing(t *testing.T) {
-	t.Parallel()
-	h2, h2Keys := vocabularyStrings(&heldOut2Vocabulary, heldOut2Evenings, heldOut2Errands, heldOut2Tomorrows, heldOut2Ahead)
-	tuning, tuningKeys := vocabularyStrings(&tuningVocabulary, saturdayActivities, monthClasses, errands, tripCities, fillerWeather, fillerTasks, fillerFood, fillerShows)
-	held, heldKeys := vocabularyStrings(&heldOutVocabulary, heldOutChores, heldOutWeekends, heldOutMornings, heldOutMilestones)
-	// The dialogue parts are compared by their names and values: their
-	// lines are of another shape.
-	dialogue := func(v *dialogueVocab) (map[string]bool, []string) {
+// sharedVocabulary is a part's names, values and lines (all) and its names
+// and values alone (keys), as TestHeldOut2SharesNothing and
+// TestHeldOut3SharesNothing compare them. A dialogue part's lines are of
+// another shape, so it is compared by its names and values only.
+type sharedVocabulary struct {
+	name     string
+	all      map[string]bool
+	keys     []string
+	dialogue bool
+}
+
+// partVocabularies are every part's vocabulary strings, by part.
+func partVocabularies() map[string]sharedVocabulary {
+	dialogue := func(name string, v *dialogueVocab) sharedVocabulary {
 		keys := dialogueKeys(v)
 		all := map[string]bool{}
 		for _, k := range keys {
 			all[k] = true
 		}
-		return all, keys
+		return sharedVocabulary{name, all, keys, true}
 	}
-	dlg, dlgKeys := dialogue(&dialogueVocabulary)
-	dlgt, dlgtKeys := dialogue(&dialogueTuningVocabulary)
+	lem := func(name string, v *vocabulary, temporal ...[]string) sharedVocabulary {
+		all, keys := vocabularyStrings(v, temporal...)
+		return sharedVocabulary{name: name, all: all, keys: keys}
+	}
+	return map[string]sharedVocabulary{
+		PartTuning:         lem(PartTuning, &tuningVocabulary, saturdayActivities, monthClasses, errands, tripCities, fillerWeather, fillerTasks, fillerFood, fillerShows),
+		PartHeldOut:        lem(PartHeldOut, &heldOutVocabulary, heldOutChores, heldOutWeekends, heldOutMornings, heldOutMilestones),
+		PartHeldOut2:       lem(PartHeldOut2, &heldOut2Vocabulary, heldOut2Evenings, heldOut2Errands, heldOut2Tomorrows, heldOut2Ahead),
+		PartHeldOut3:       lem(PartHeldOut3, &heldOut3Vocabulary, heldOut3Mornings, heldOut3Weekdays, heldOut3LastMonths, heldOut3Plans),
+		PartDialogue:       dialogue(PartDialogue, &dialogueVocabulary),
+		PartDialogueTuning: dialogue(PartDialogueTuning, &dialogueTuningVocabulary),
+	}
+}
+
+// checkSharesNothing checks that mine shares no name, value or line with
+// any of others, and, for the LongMemEval-shaped others, that none of
+// either's names or values occurs as a word in the other's vocabulary.
+func checkSharesNothing(t *testing.T, mine sharedVocabulary, others ...sharedVocabulary) {
+	t.Helper()
 	text := func(m map[string]bool) string {
 		var b strings.Builder
 		for s := range m {
@@ -95,34 +114,41 @@ func TestHeldOut2SharesNothing(t *testing.T) {
 		}
 		return regexp.MustCompile(`\b` + regexp.QuoteMeta(k) + `\b`)
 	}
-	for _, other := range []struct {
-		name string
-		all  map[string]bool
-		keys []string
-	}{{PartTuning, tuning, tuningKeys}, {PartHeldOut, held, heldKeys}, {PartDialogue, dlg, dlgKeys}, {PartDialogueTuning, dlgt, dlgtKeys}} {
-		for s := range h2 {
+	for _, other := range others {
+		for s := range mine.all {
 			if other.all[s] {
-				t.Errorf("%s and %s both hold %q", PartHeldOut2, other.name, s)
+				t.Errorf("%s and %s both hold %q", mine.name, other.name, s)
 			}
 		}
-		if other.name == PartDialogue || other.name == PartDialogueTuning {
+		if other.dialogue {
 			continue // another shape of data: no shared name or value is enough
 		}
-		otherText, h2Text := text(other.all), text(h2)
-		for _, k := range h2Keys {
+		otherText, mineText := text(other.all), text(mine.all)
+		for _, k := range mine.keys {
 			if word(k).MatchString(otherText) {
-				t.Errorf("%s's %q occurs in the %s vocabulary", PartHeldOut2, k, other.name)
+				t.Errorf("%s's %q occurs in the %s vocabulary", mine.name, k, other.name)
 			}
 		}
 		for _, k := range other.keys {
 			if commonWords[k] {
 				continue
 			}
-			if word(k).MatchString(h2Text) {
-				t.Errorf("%s's %q occurs in the %s vocabulary", other.name, k, PartHeldOut2)
+			if word(k).MatchString(mineText) {
+				t.Errorf("%s's %q occurs in the %s vocabulary", other.name, k, mine.name)
 			}
 		}
 	}
+}
+
+// TestHeldOut2SharesNothing checks that the second held-out part shares no
+// name, value or line with the tuning and held-out parts, and that none of
+// their names or values occurs as a word in the other's vocabulary: a
+// heuristic fitted to either cannot carry over to it for free.
+// TestHeldOut3SharesNothing compares it with the third held-out part.
+func TestHeldOut2SharesNothing(t *testing.T) {
+	t.Parallel()
+	v := partVocabularies()
+	checkSharesNothing(t, v[PartHeldOut2], v[PartTuning], v[PartHeldOut], v[PartDialogue], v[PartDialogueTuning])
 }
 
 // TestHeldOut2IsGeneratedOnlyWhenAskedFor checks the part's plumbing: its
