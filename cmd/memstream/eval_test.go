@@ -81,6 +81,19 @@ func TestEvalGenIsDeterministic(t *testing.T) {
 	if len(h2.Manifest.ByPart) != 1 || h2.Manifest.ByPart[eval.PartHeldOut2] == 0 || d.Manifest.ByPart[eval.PartHeldOut2] != 0 {
 		t.Errorf("--part heldout-2 wrote %v, the default %v", h2.Manifest.ByPart, d.Manifest.ByPart)
 	}
+	// So does --part heldout-3 the third.
+	h3, err := eval.Load(gen("h3", "--part", eval.PartHeldOut3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h3.Manifest.ByPart) != 1 || h3.Manifest.ByPart[eval.PartHeldOut3] == 0 || d.Manifest.ByPart[eval.PartHeldOut3] != 0 {
+		t.Errorf("--part heldout-3 wrote %v, the default %v", h3.Manifest.ByPart, d.Manifest.ByPart)
+	}
+	// eval run names heldout-3 among the parts it accepts.
+	var runErr bytes.Buffer
+	if err := cmdEval(context.Background(), []string{"run", filepath.Join(dir, "h3"), "--part", "heldout-4"}, &bytes.Buffer{}, &runErr); err == nil || !strings.Contains(err.Error(), eval.PartHeldOut3) {
+		t.Errorf("eval run --part heldout-4: %v", err)
+	}
 }
 
 // TestEvalRegressionGate is the quality gate of `make test`: the held-out
