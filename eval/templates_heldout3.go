@@ -109,7 +109,7 @@ var heldOut3SSA = []factTemplate{{
 		"For revision, give the {v} a go for a fortnight. It forces her to summarise."},
 	ask: []string{"Which note-taking approach did you suggest I use in meetings?", "What system did you recommend so my work notes make sense later?"},
 }, {
-	pool: []string{"Pomodoro timer", "time-blocking plan", "Eisenhower matrix", "two-minute rule", "eat-the-frog routine", "done list"},
+	pool: []string{"Pomodoro timer", "time-blocking plan", "priority matrix", "two-minute rule", "frog-first routine", "done list"},
 	req: []string{"I sit down to work and somehow it's 4pm and I've done nothing but emails. Help?",
 		"How do I stop my whole working day getting eaten by small interruptions?"},
 	say: []string{"Try a {v} for a fortnight and see how much of your day comes back.",
@@ -236,7 +236,7 @@ var heldOut3Update = []factTemplate{{
 		"{p} worked out a better route to her office: the {v}."},
 	ask: []string{"How do I get to work now?", "What's my commute these days?"},
 }, {
-	pool: []string{"five-a-side", "padel", "kabaddi", "underwater hockey", "sepak takraw", "quadball", "touch rugby"},
+	pool: []string{"five-a-side", "padel", "kabaddi", "canoe polo", "sepak takraw", "quadball", "touch rugby"},
 	say:  []string{"Every week I play {v}, it's the only exercise I actually enjoy.", "Sore from {v} again, I'm too old for this."},
 	update: []string{"I've packed in {o}; my weekly game is {v} now and my knees are grateful.",
 		"Joined a {v} club this month. Three sessions in and I'm hooked.",
@@ -290,7 +290,7 @@ var heldOut3Abstention = []factTemplate{{
 	ask:    []string{"Who fixed the {a} at my office?"},
 	absent: []string{"vending machine", "photocopier", "air conditioning", "projector"},
 }, {
-	pool:   []string{"Tough Mudder", "century ride", "aquathlon", "obstacle course race"},
+	pool:   []string{"Tough Mudder", "century ride", "swimrun", "charity abseil"},
 	say:    []string{"I'm training for a {v} in the autumn, wish me luck."},
 	ask:    []string{"What was my time in the {a} I did?"},
 	absent: []string{"ultramarathon", "duathlon", "fell race", "steeplechase"},
@@ -300,7 +300,7 @@ var heldOut3Abstention = []factTemplate{{
 	ask:    []string{"What did we call our {a}?"},
 	absent: []string{"corn snake", "hermit crab", "stick insect", "degu"},
 }, {
-	pool:   []string{"monitor arm", "footrest", "ergonomic chair", "second monitor", "laptop stand"},
+	pool:   []string{"monitor arm", "footrest", "kneeling chair", "second monitor", "laptop stand"},
 	say:    []string{"Work finally approved my request for a {v}, my back thanks them."},
 	ask:    []string{"How much did my {a} cost?"},
 	absent: []string{"soup maker", "drum machine", "label printer", "pressure washer"},
