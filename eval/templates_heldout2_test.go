@@ -151,52 +151,66 @@ func TestHeldOut2SharesNothing(t *testing.T) {
 	checkSharesNothing(t, v[PartHeldOut2], v[PartTuning], v[PartHeldOut], v[PartDialogue], v[PartDialogueTuning])
 }
 
-// TestHeldOut2IsGeneratedOnlyWhenAskedFor checks the part's plumbing: its
+// TestBlindPartsAreGeneratedOnlyWhenAskedFor checks the part's plumbing: its
 // presets, that it is left out of the default parts and out of the gate,
 // that it comes out the same alone and with every other part, that its
 // misses are never written out, and that its report section has its own
 // title.
-func TestHeldOut2IsGeneratedOnlyWhenAskedFor(t *testing.T) {
+func TestBlindPartsAreGeneratedOnlyWhenAskedFor(t *testing.T) {
 	t.Parallel()
-	if slices.Contains(Parts, PartHeldOut2) || !slices.Contains(AllParts, PartHeldOut2) || Tunable(PartHeldOut2) || !IsPart(PartHeldOut2) {
-		t.Fatalf("Parts %v, AllParts %v, tunable %v", Parts, AllParts, Tunable(PartHeldOut2))
-	}
-	if _, err := Preset("gate", PartHeldOut2); err == nil {
-		t.Error("the gate preset accepted the heldout-2 part")
-	}
-	alone, err := Preset("small", PartHeldOut2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := Preset("small", "all")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, b := generate(t, alone), generate(t, all)
-	if len(a.Questions) == 0 || a.Manifest.ByPart[PartHeldOut2] != len(a.Questions) || !a.Manifest.Start.Equal(heldOut2Vocabulary.start) {
-		t.Fatalf("--part heldout-2: manifest %+v", a.Manifest)
-	}
-	var inAll []Event
-	for _, e := range b.Events {
-		if strings.HasPrefix(e.BankID, heldOut2Vocabulary.bankPrefix+"-") {
-			inAll = append(inAll, e)
-		}
-	}
-	if !reflect.DeepEqual(a.Events, inAll) || !reflect.DeepEqual(a.Questions, b.Part(PartHeldOut2)) {
-		t.Error("the heldout-2 part differs between --part heldout-2 and --part all")
-	}
-	for _, e := range a.Events {
-		if !strings.HasPrefix(e.BankID, "held2-") {
-			t.Fatalf("bank %s of the heldout-2 part", e.BankID)
-		}
-	}
-	if title := partTitle(PartHeldOut2); title == partTitle(PartHeldOut) || title == partTitle(PartTuning) {
-		t.Errorf("heldout-2 report title %q", title)
-	}
-	if !barred(PartHeldOut2) || barred(PartDialogue) || barred(PartDialogueTuning) {
-		t.Error("heldout-2 is not held to the quality bars like the held-out part, or a dialogue part is")
-	}
-	if ChartName(PartHeldOut2) == ChartName(PartHeldOut) {
-		t.Errorf("heldout-2 chart %q", ChartName(PartHeldOut2))
+	for _, tc := range []struct {
+		part   string
+		vocab  *vocabulary
+		others []string
+	}{
+		{PartHeldOut2, &heldOut2Vocabulary, []string{PartHeldOut, PartTuning}},
+		{PartHeldOut3, &heldOut3Vocabulary, []string{PartHeldOut, PartTuning, PartHeldOut2}},
+	} {
+		t.Run(tc.part, func(t *testing.T) {
+			t.Parallel()
+			if slices.Contains(Parts, tc.part) || !slices.Contains(AllParts, tc.part) || Tunable(tc.part) || !IsPart(tc.part) {
+				t.Fatalf("Parts %v, AllParts %v, tunable %v", Parts, AllParts, Tunable(tc.part))
+			}
+			if _, err := Preset("gate", tc.part); err == nil {
+				t.Errorf("the gate preset accepted the %s part", tc.part)
+			}
+			alone, err := Preset("small", tc.part)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all, err := Preset("small", "all")
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b := generate(t, alone), generate(t, all)
+			if len(a.Questions) == 0 || a.Manifest.ByPart[tc.part] != len(a.Questions) || !a.Manifest.Start.Equal(tc.vocab.start) {
+				t.Fatalf("--part %s: manifest %+v", tc.part, a.Manifest)
+			}
+			var inAll []Event
+			for _, e := range b.Events {
+				if strings.HasPrefix(e.BankID, tc.vocab.bankPrefix+"-") {
+					inAll = append(inAll, e)
+				}
+			}
+			if !reflect.DeepEqual(a.Events, inAll) || !reflect.DeepEqual(a.Questions, b.Part(tc.part)) {
+				t.Errorf("the %s part differs between --part %s and --part all", tc.part, tc.part)
+			}
+			for _, e := range a.Events {
+				if !strings.HasPrefix(e.BankID, tc.vocab.bankPrefix+"-") {
+					t.Fatalf("bank %s of the %s part", e.BankID, tc.part)
+				}
+			}
+			for _, other := range tc.others {
+				if partTitle(tc.part) == partTitle(other) {
+					t.Errorf("%s report title %q is %s's", tc.part, partTitle(tc.part), other)
+				}
+				if ChartName(tc.part) == ChartName(other) {
+					t.Errorf("%s chart %q is %s's", tc.part, ChartName(tc.part), other)
+				}
+			}
+			if !barred(tc.part) || barred(PartDialogue) || barred(PartDialogueTuning) {
+				t.Errorf("%s is not held to the quality bars like the held-out part, or a dialogue part is", tc.part)
+			}
+		})
 	}
 }

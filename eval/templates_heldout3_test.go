@@ -2,8 +2,6 @@ package eval
 
 import (
 	"reflect"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -39,55 +37,6 @@ func TestHeldOut3StartsBeforeEveryOtherPart(t *testing.T) {
 	// part's first.
 	if end := mine.Add(Full().Span + 30*24*time.Hour); end.Year() != mine.Year() {
 		t.Errorf("heldout-3 sessions run into %d", end.Year())
-	}
-}
-
-// TestHeldOut3IsGeneratedOnlyWhenAskedFor checks the part's plumbing as
-// TestHeldOut2IsGeneratedOnlyWhenAskedFor does the second's.
-func TestHeldOut3IsGeneratedOnlyWhenAskedFor(t *testing.T) {
-	t.Parallel()
-	if slices.Contains(Parts, PartHeldOut3) || !slices.Contains(AllParts, PartHeldOut3) || Tunable(PartHeldOut3) || !IsPart(PartHeldOut3) {
-		t.Fatalf("Parts %v, AllParts %v, tunable %v", Parts, AllParts, Tunable(PartHeldOut3))
-	}
-	if _, err := Preset("gate", PartHeldOut3); err == nil {
-		t.Error("the gate preset accepted the heldout-3 part")
-	}
-	alone, err := Preset("small", PartHeldOut3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := Preset("small", "all")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, b := generate(t, alone), generate(t, all)
-	if len(a.Questions) == 0 || a.Manifest.ByPart[PartHeldOut3] != len(a.Questions) || !a.Manifest.Start.Equal(heldOut3Vocabulary.start) {
-		t.Fatalf("--part heldout-3: manifest %+v", a.Manifest)
-	}
-	var inAll []Event
-	for _, e := range b.Events {
-		if strings.HasPrefix(e.BankID, heldOut3Vocabulary.bankPrefix+"-") {
-			inAll = append(inAll, e)
-		}
-	}
-	if !reflect.DeepEqual(a.Events, inAll) || !reflect.DeepEqual(a.Questions, b.Part(PartHeldOut3)) {
-		t.Error("the heldout-3 part differs between --part heldout-3 and --part all")
-	}
-	for _, e := range a.Events {
-		if !strings.HasPrefix(e.BankID, "held3-") {
-			t.Fatalf("bank %s of the heldout-3 part", e.BankID)
-		}
-	}
-	for _, other := range []string{PartHeldOut, PartTuning, PartHeldOut2} {
-		if partTitle(PartHeldOut3) == partTitle(other) {
-			t.Errorf("heldout-3 report title %q is %s's", partTitle(PartHeldOut3), other)
-		}
-		if ChartName(PartHeldOut3) == ChartName(other) {
-			t.Errorf("heldout-3 chart %q is %s's", ChartName(PartHeldOut3), other)
-		}
-	}
-	if !barred(PartHeldOut3) {
-		t.Error("heldout-3 is not held to the quality bars like the held-out parts")
 	}
 }
 
