@@ -45,10 +45,9 @@ type GenConfig struct {
 	FillerExchanges int
 	// Parts are the benchmark parts to generate (PartHeldOut, PartTuning,
 	// PartHeldOut2, PartHeldOut3, PartDialogue, PartDialogueTuning); empty
-	// means the
-	// held-out and the tuning part. Each of the LongMemEval-shaped parts
-	// has Banks + CrossLingualBanks banks; each dialogue part has half of
-	// Banks.
+	// means the held-out and the tuning part. Each of the LongMemEval-shaped
+	// parts has Banks + CrossLingualBanks banks; each dialogue part has half
+	// of Banks.
 	Parts []string
 	// PerMessageEvery delivers every n-th bank of a part (the second, the
 	// fourth, … for 2) as one event per message, the way most chat logs
@@ -107,7 +106,7 @@ func Preset(size, part string) (GenConfig, error) {
 			c.Parts = slices.Clone(AllParts)
 		}
 	default:
-		return c, fmt.Errorf("part %q is not %s, %s, %s, %s, %s, %s, both or all", part, PartHeldOut, PartTuning, PartHeldOut2, PartHeldOut3, PartDialogue, PartDialogueTuning)
+		return c, fmt.Errorf("part %q is not %s, both or all", part, partNames())
 	}
 	return c, nil
 }
@@ -159,7 +158,7 @@ func (c GenConfig) validate() error {
 	seen := map[string]bool{}
 	for _, p := range c.Parts {
 		if !IsPart(p) || seen[p] {
-			return fmt.Errorf("eval: GenConfig.Parts: %q is not %s, %s, %s, %s, %s or %s, or repeated", p, PartHeldOut, PartTuning, PartHeldOut2, PartHeldOut3, PartDialogue, PartDialogueTuning)
+			return fmt.Errorf("eval: GenConfig.Parts: %q is not %s, or repeated", p, partNames())
 		}
 		seen[p] = true
 	}

@@ -130,7 +130,7 @@ func (c BenchmarkConfig) validate(deps BenchmarkDeps) error {
 	case c.Dir == "":
 		return errors.New("eval: BenchmarkConfig.Dir is empty")
 	case c.Part != "" && !IsPart(c.Part):
-		return fmt.Errorf("eval: BenchmarkConfig.Part %q is not %s, %s, %s, %s, %s or %s", c.Part, PartHeldOut, PartTuning, PartHeldOut2, PartHeldOut3, PartDialogue, PartDialogueTuning)
+		return fmt.Errorf("eval: BenchmarkConfig.Part %q is not %s", c.Part, partNames())
 	case c.Ingest != IngestKafka && c.Ingest != IngestRetain:
 		return fmt.Errorf("eval: BenchmarkConfig.Ingest %q is not %s or %s", c.Ingest, IngestKafka, IngestRetain)
 	case !c.SkipIngest && c.Ingest == IngestKafka && deps.Produce == nil:

@@ -1,6 +1,9 @@
 package eval
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Parts of the benchmark. The tuning part is what recall work may be
 // measured and debugged against; the held-out part was written separately,
@@ -47,6 +50,9 @@ var AllParts = []string{PartHeldOut, PartTuning, PartHeldOut2, PartHeldOut3, Par
 // Tunable reports whether a part may be read question by question: its
 // misses and lost evidence turns are written out.
 func Tunable(part string) bool { return part == PartTuning || part == PartDialogueTuning }
+
+// partNames lists every part for an error message.
+func partNames() string { return strings.Join(AllParts, ", ") }
 
 // IsPart reports whether p names a part.
 func IsPart(p string) bool {
