@@ -466,7 +466,6 @@ const (
 	// Read before any lock: a fact whose ingest the entity lock then
 	// waits for is not cleared, as when the lock came after the delete.
 	qBankFacts     = `SELECT id FROM memory_units WHERE bank_id = $1 AND fact_type <> 'observation'`
-	qLockFactsByID = `SELECT id FROM memory_units WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`
 	qClearMemories = `DELETE FROM memory_units WHERE bank_id = $1 AND ($2 = '' OR fact_type = $2) AND (fact_type = 'observation' OR id = ANY($3::uuid[]))`
 	qClearMentions = `DELETE FROM entity_mention_deltas d USING entities e WHERE e.id = d.entity_id AND e.bank_id = $1`
 	// As in DeleteDocument (qDocumentLockEntities): locking the bank's
@@ -531,7 +530,7 @@ func (s *Store) ClearMemories(ctx context.Context, bankID, factType string) (int
 				return err
 			}
 		}
-		if _, err := tx.Exec(ctx, qLockFactsByID, facts); err != nil {
+		if _, err := tx.Exec(ctx, qDocumentLockUnits, facts); err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, qClearMemories, bankID, factType, facts)

@@ -100,6 +100,7 @@ const (
 	// before any is deleted: an ingest key-share locks facts its temporal
 	// links point at in id order (qInsertLinks), and a delete in scan
 	// order held one while it waited for another the ingest held.
+	// ClearMemories locks its facts with it too.
 	qDocumentLockUnits    = `SELECT id FROM memory_units WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`
 	qDocumentDropUnitEnts = `DELETE FROM unit_entities WHERE unit_id = ANY($1::uuid[])`
 	qDocumentDropUnits    = `DELETE FROM memory_units WHERE id = ANY($1::uuid[])`
